@@ -1,0 +1,114 @@
+// Loading, validating and layering the user and project configuration. Any problem with a file
+// that exists (unreadable, not JSON, wrong shape) is a fault: reported, and every call denies.
+// Files are re-read only when their stat changes, so this is cheap to call at every gate.
+
+import { readFileSync, statSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { Value } from "typebox/value";
+import { ProjectConfigSchema, UserConfigSchema, type ProjectConfig, type RuleSpec, type UserConfig } from "./schema.ts";
+import { compileRule, type CompiledRule, type RuleOrigin } from "../rules.ts";
+
+export const USER_CONFIG_FILE = "auto-mode.json";
+export const PROJECT_CONFIG_FILE = join(".pi", "auto-mode.json");
+
+export interface PolicyConfig {
+  readonly tmpRoot: string | undefined;
+  /** Extra protected path globs (absolute), from either file. */
+  readonly protectedPaths: readonly string[];
+  readonly allow: readonly CompiledRule[];
+  readonly review: readonly CompiledRule[];
+  readonly deny: readonly CompiledRule[];
+  readonly files: readonly string[];
+}
+
+export type ConfigResult = { readonly ok: true; readonly config: PolicyConfig } | { readonly ok: false; readonly path: string; readonly message: string };
+
+export const EMPTY_CONFIG: PolicyConfig = { tmpRoot: undefined, protectedPaths: [], allow: [], review: [], deny: [], files: [] };
+
+type FileRead<T> = { kind: "missing" } | { kind: "ok"; value: T } | { kind: "fault"; message: string };
+
+interface CacheEntry {
+  readonly key: string;
+  readonly result: FileRead<unknown>;
+}
+
+const cache = new Map<string, CacheEntry>();
+
+function readValidated<T>(path: string, schema: typeof UserConfigSchema | typeof ProjectConfigSchema): FileRead<T> {
+  let key: string;
+  try {
+    const st = statSync(path);
+    key = `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT" || (e as NodeJS.ErrnoException).code === "ENOTDIR") return { kind: "missing" };
+    return { kind: "fault", message: `cannot stat: ${(e as Error).message}` };
+  }
+  const hit = cache.get(path);
+  if (hit?.key === key) return hit.result as FileRead<T>;
+  let result: FileRead<T>;
+  try {
+    const parsed: unknown = JSON.parse(readFileSync(path, "utf8"));
+    if (Value.Check(schema, parsed)) result = { kind: "ok", value: parsed as T };
+    else {
+      const first = [...Value.Errors(schema, parsed)][0];
+      result = { kind: "fault", message: first ? `${first.instancePath || "/"}: ${first.message}` : "does not match the schema" };
+    }
+  } catch (e) {
+    result = { kind: "fault", message: (e as Error).message };
+  }
+  cache.set(path, { key, result });
+  return result;
+}
+
+function expandHome(p: string, home: string): string {
+  return p === "~" ? home : p.startsWith("~/") ? join(home, p.slice(2)) : p;
+}
+
+function compileAll(rules: readonly RuleSpec[] | undefined, origin: RuleOrigin, home: string, base: string): CompiledRule[] {
+  return (rules ?? []).map((r) => compileRule(r, origin, home, base));
+}
+
+export interface ConfigLocation {
+  readonly agentDir: string;
+  readonly cwd: string;
+  readonly home: string;
+}
+
+export function loadPolicyConfig(loc: ConfigLocation): ConfigResult {
+  const userPath = join(loc.agentDir, USER_CONFIG_FILE);
+  const projectPath = join(loc.cwd, PROJECT_CONFIG_FILE);
+  const user = readValidated<UserConfig>(userPath, UserConfigSchema);
+  if (user.kind === "fault") return { ok: false, path: userPath, message: user.message };
+  const project = readValidated<ProjectConfig>(projectPath, ProjectConfigSchema);
+  if (project.kind === "fault") return { ok: false, path: projectPath, message: project.message };
+  const u = user.kind === "ok" ? user.value : undefined;
+  const p = project.kind === "ok" ? project.value : undefined;
+  let userRules: Record<"allow" | "review" | "deny", CompiledRule[]>;
+  let projectRules: Record<"review" | "deny", CompiledRule[]>;
+  try {
+    userRules = {
+      allow: compileAll(u?.rules?.allow, "user", loc.home, loc.cwd),
+      review: compileAll(u?.rules?.review, "user", loc.home, loc.cwd),
+      deny: compileAll(u?.rules?.deny, "user", loc.home, loc.cwd),
+    };
+  } catch (e) {
+    return { ok: false, path: userPath, message: `invalid rule: ${(e as Error).message}` };
+  }
+  try {
+    projectRules = { review: compileAll(p?.rules?.review, "project", loc.home, loc.cwd), deny: compileAll(p?.rules?.deny, "project", loc.home, loc.cwd) };
+  } catch (e) {
+    return { ok: false, path: projectPath, message: `invalid rule: ${(e as Error).message}` };
+  }
+  const globs = (list: readonly string[] | undefined) => (list ?? []).map((g) => resolve(loc.cwd, expandHome(g, loc.home)));
+  return {
+    ok: true,
+    config: {
+      tmpRoot: u?.tmpRoot ? resolve(expandHome(u.tmpRoot, loc.home)) : undefined,
+      protectedPaths: [...globs(u?.protectedPaths), ...globs(p?.protectedPaths)],
+      allow: userRules.allow,
+      review: [...userRules.review, ...projectRules.review],
+      deny: [...userRules.deny, ...projectRules.deny],
+      files: [user.kind === "ok" ? userPath : undefined, project.kind === "ok" ? projectPath : undefined].filter((f): f is string => f !== undefined),
+    },
+  };
+}

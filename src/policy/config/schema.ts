@@ -1,0 +1,43 @@
+// The user's and the project's auto-mode configuration, as typebox schemas. The project file
+// has no `allow` rules and no `tmpRoot`: it can only tighten what the user configured (P15).
+
+import { Type, type Static } from "typebox";
+
+const Rule = Type.Object(
+  {
+    tool: Type.Optional(Type.String({ minLength: 1, description: "Tool name glob, e.g. 'bash', 'mcp__github__*'" })),
+    command: Type.Optional(Type.String({ minLength: 1, description: "Shell command pattern, e.g. 'git push *'" })),
+    path: Type.Optional(Type.String({ minLength: 1, description: "Path glob, e.g. '~/.config/app/**'" })),
+    reason: Type.Optional(Type.String()),
+  },
+  { additionalProperties: false },
+);
+
+const RuleList = Type.Array(Rule, { maxItems: 1000 });
+
+export const UserConfigSchema = Type.Object(
+  {
+    $schema: Type.Optional(Type.String()),
+    version: Type.Literal(1),
+    tmpRoot: Type.Optional(Type.String({ minLength: 1 })),
+    protectedPaths: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { maxItems: 1000 })),
+    rules: Type.Optional(
+      Type.Object({ allow: Type.Optional(RuleList), review: Type.Optional(RuleList), deny: Type.Optional(RuleList) }, { additionalProperties: false }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const ProjectConfigSchema = Type.Object(
+  {
+    $schema: Type.Optional(Type.String()),
+    version: Type.Literal(1),
+    protectedPaths: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { maxItems: 1000 })),
+    rules: Type.Optional(Type.Object({ review: Type.Optional(RuleList), deny: Type.Optional(RuleList) }, { additionalProperties: false })),
+  },
+  { additionalProperties: false },
+);
+
+export type RuleSpec = Static<typeof Rule>;
+export type UserConfig = Static<typeof UserConfigSchema>;
+export type ProjectConfig = Static<typeof ProjectConfigSchema>;

@@ -1,0 +1,55 @@
+// The deterministic gate: canonical request, judgement, route. Everything the CLI, the eval and
+// the extension decide goes through `decide`.
+
+import { buildRequest, type CanonicalRequest } from "../request/canonical.ts";
+import { loadPolicyConfig, type ConfigResult } from "./config/load.ts";
+import { judge, type JudgeContext, type Judgement } from "./judge.ts";
+import { buildPlaces, type Places } from "./places.ts";
+import { route } from "./route.ts";
+import { inspectRepository, type ShellEnv } from "./shell/env.ts";
+import { decision, type Backend, type Decision } from "./types.ts";
+
+export interface GateSetup {
+  readonly cwd: string;
+  readonly home: string;
+  readonly agentDir: string;
+  /** The temporary writable root, unless the user config names one. */
+  readonly defaultTmpRoot: string;
+  /** This extension's own files: writes to them are denied. */
+  readonly selfPaths: readonly string[];
+}
+
+export interface GateContext {
+  readonly setup: GateSetup;
+  readonly config: ConfigResult;
+  readonly judge: JudgeContext;
+}
+
+/** Build what a decision needs for one cwd: the places, the repository facts, the configuration. */
+export function prepareGate(setup: GateSetup): GateContext {
+  const config = loadPolicyConfig({ agentDir: setup.agentDir, cwd: setup.cwd, home: setup.home });
+  const tmpRoot = (config.ok ? config.config.tmpRoot : undefined) ?? setup.defaultTmpRoot;
+  const places: Places = buildPlaces({ workspace: setup.cwd, tmpRoot, home: setup.home, agentDir: setup.agentDir, selfPaths: setup.selfPaths });
+  const repo = inspectRepository(places);
+  const shell: ShellEnv = { places, cwd: setup.cwd, home: setup.home, ...repo };
+  return { setup, config, judge: { places, shell, protectedGlobs: config.ok ? config.config.protectedPaths : [] } };
+}
+
+export interface GateResult {
+  readonly request: CanonicalRequest | undefined;
+  readonly judgement: Judgement | undefined;
+  readonly decision: Decision;
+}
+
+export function decide(tool: string, input: unknown, gate: GateContext, backend: Backend): GateResult {
+  try {
+    const built = buildRequest(tool, input, gate.setup.cwd, gate.setup.home);
+    if (!built.ok)
+      return { request: undefined, judgement: undefined, decision: decision("deny", "unsupported-input", `The tool input cannot be judged: ${built.reason}.`) };
+    const judgement = judge(built.request, gate.judge);
+    return { request: built.request, judgement, decision: route(judgement, backend, gate.config) };
+  } catch (e) {
+    // Silence is never consent (P5): a bug in the gate denies the call.
+    return { request: undefined, judgement: undefined, decision: decision("deny", "gate-error", `The gate failed while judging this call: ${(e as Error).message}`) };
+  }
+}

@@ -1,0 +1,151 @@
+// What a request does, before any backend or rule is considered: its effect class, the reason,
+// and what user rules are matched against. Touches the file system only to resolve paths.
+
+import { isAbsolute } from "node:path";
+import { minimatch } from "minimatch";
+import type { CanonicalRequest } from "../request/canonical.ts";
+import { classifyWrite, containsIdentitySecret, isIdentitySecret, type Places } from "./places.ts";
+import type { RuleSubject } from "./rules.ts";
+import { analyzeShell } from "./shell/analyze.ts";
+import type { ShellEnv } from "./shell/env.ts";
+import { extractCommands } from "./shell/parse.ts";
+import type { CommandClass, ReasonCode } from "./types.ts";
+
+/** Which routing table applies: bash can be sandboxed, file tools cannot. */
+export type ToolKind = "bash" | "file" | "other";
+
+export interface Judgement {
+  readonly kind: ToolKind;
+  readonly cls: CommandClass;
+  readonly reason: ReasonCode;
+  readonly detail: string;
+  readonly subject: RuleSubject;
+}
+
+/** Built-in tools that only read, and tools that only run other (gated) tool calls. */
+const READ_TOOLS = new Set(["read", "grep", "find", "ls"]);
+const CONTAINER_TOOLS = new Set(["codemode", "tool_search"]);
+
+const isString = (v: unknown): v is string => typeof v === "string";
+const isOptional = (v: unknown, check: (x: unknown) => boolean) => v === undefined || check(v);
+const isCount = (v: unknown) => typeof v === "number" && Number.isFinite(v);
+
+function malformed(kind: ToolKind, tool: string, what: string): Judgement {
+  return { kind, cls: "review", reason: "malformed-input", detail: `malformed ${tool} call: ${what}`, subject: { tool, commands: [], paths: [] } };
+}
+
+function validEdits(v: unknown): boolean {
+  return (
+    Array.isArray(v) &&
+    v.length > 0 &&
+    v.every((e) => typeof e === "object" && e !== null && isString((e as Record<string, unknown>).oldText) && isString((e as Record<string, unknown>).newText))
+  );
+}
+
+/** Input shape checks mirror Pi's tool schemas; anything else is judged as malformed. */
+function shapeProblem(tool: string, input: Record<string, unknown>): string | undefined {
+  switch (tool) {
+    case "read":
+      return !isString(input.path) ? "path must be a string" : !isOptional(input.offset, isCount) || !isOptional(input.limit, isCount) ? "offset/limit must be numbers" : undefined;
+    case "write":
+      return !isString(input.path) ? "path must be a string" : !isString(input.content) ? "content must be a string" : undefined;
+    case "edit":
+      return !isString(input.path) ? "path must be a string" : !validEdits(input.edits) ? "edits must be a non-empty list of {oldText, newText}" : undefined;
+    case "grep":
+      return !isString(input.pattern) ? "pattern must be a string" : !isOptional(input.path, isString) || !isOptional(input.glob, isString) ? "path/glob must be strings" : undefined;
+    case "find":
+      return !isString(input.pattern) ? "pattern must be a string" : !isOptional(input.path, isString) ? "path must be a string" : undefined;
+    case "ls":
+      return !isOptional(input.path, isString) ? "path must be a string" : undefined;
+    case "bash":
+      return !isString(input.command) ? "command must be a string" : !isOptional(input.timeout, isCount) ? "timeout must be a number" : undefined;
+    default:
+      return undefined;
+  }
+}
+
+export interface JudgeContext {
+  readonly places: Places;
+  readonly shell: ShellEnv;
+  /** Extra protected globs from the configuration (absolute). */
+  readonly protectedGlobs: readonly string[];
+}
+
+function userProtected(ctx: JudgeContext, p: string): boolean {
+  return ctx.protectedGlobs.some((g) => minimatch(p, g, { dot: true }) || minimatch(p, `${g}/**`, { dot: true }));
+}
+
+export function judge(req: CanonicalRequest, ctx: JudgeContext): Judgement {
+  const tool = req.tool;
+  const input = req.input;
+  const builtin = READ_TOOLS.has(tool) || tool === "write" || tool === "edit" || tool === "bash";
+  if (builtin && (typeof input !== "object" || input === null || Array.isArray(input)))
+    return malformed(tool === "bash" ? "bash" : "file", tool, "input is not an object");
+  const problem = builtin ? shapeProblem(tool, input as Record<string, unknown>) : undefined;
+  if (problem) return malformed(tool === "bash" ? "bash" : "file", tool, problem);
+
+  if (tool === "bash") return judgeBash((input as { command: string }).command, ctx);
+  if (READ_TOOLS.has(tool) || tool === "write" || tool === "edit") {
+    const p = req.paths[0];
+    if (!p) return malformed("file", tool, "the path cannot be resolved");
+    const subject: RuleSubject = { tool, commands: [], paths: [p.lexical, p.real] };
+    if (READ_TOOLS.has(tool)) {
+      const secret = isIdentitySecret(ctx.places, p.lexical, p.real) || (tool === "grep" && containsIdentitySecret(ctx.places, p.lexical, p.real));
+      return secret
+        ? { kind: "file", cls: "review", reason: "identity-secret", detail: `${tool} reads ${p.raw}, an identity secret outside the project`, subject }
+        : { kind: "file", cls: "read", reason: "read-only", detail: `${tool} only reads ${p.raw}`, subject };
+    }
+    return judgeFileWrite(tool, p.raw, p.lexical, p.real, ctx, subject);
+  }
+  if (CONTAINER_TOOLS.has(tool))
+    return { kind: "other", cls: "read", reason: "gated-container", detail: `${tool} only runs other tool calls, and each passes the gate on its own`, subject: { tool, commands: [], paths: [] } };
+  const mcp = tool.startsWith("mcp__");
+  return {
+    kind: "other",
+    cls: "review",
+    reason: "unknown-tool",
+    detail: `${mcp ? "MCP tool" : "tool"} ${tool} has effects the gate cannot know`,
+    subject: { tool, commands: [], paths: [] },
+  };
+}
+
+function judgeFileWrite(tool: string, raw: string, lexical: string, real: string, ctx: JudgeContext, subject: RuleSubject): Judgement {
+  const t = classifyWrite(ctx.places, lexical, real);
+  const j = (cls: CommandClass, reason: ReasonCode, detail: string): Judgement => ({ kind: "file", cls, reason, detail, subject });
+  switch (t.kind) {
+    case "self":
+      return j("deny", "self-protection", `${tool} would change auto mode's own configuration or state (${raw})`);
+    case "raw-device":
+      return j("deny", "hard-deny", `${tool} would overwrite the raw device ${raw}`);
+    case "harmless-device":
+      return j("workspace-write", "workspace-write", `${tool} writes to ${raw}`);
+    case "protected":
+      return j("review", "protected-path", `${tool} changes ${raw}, under the protected ${t.entry}`);
+    case "persistence":
+      return j("review", "persistence", `${tool} changes ${raw}, which configures or runs code later`);
+    case "hardlinked":
+      return j("review", "outside-writable-roots", `${tool} changes ${raw}, a file with other hard links that may lie outside the workspace`);
+    case "outside":
+      return j("review", "outside-writable-roots", `${tool} changes ${raw}, outside the workspace and the temporary root`);
+    case "inside":
+      if (userProtected(ctx, lexical) || userProtected(ctx, real)) return j("review", "protected-path", `${tool} changes ${raw}, a path the configuration protects`);
+      return j("workspace-write", "workspace-write", `${tool} changes ${raw} inside the ${t.root === "tmp" ? "temporary root" : "workspace"}`);
+  }
+}
+
+function judgeBash(command: string, ctx: JudgeContext): Judgement {
+  const { verdict } = analyzeShell(command, ctx.shell);
+  return { kind: "bash", cls: verdict.cls, reason: verdict.reason, detail: verdict.detail, subject: bashSubject(command, ctx) };
+}
+
+/** The simple commands of a bash call, as rules see them: words joined by single spaces. */
+function bashSubject(command: string, ctx: JudgeContext): RuleSubject {
+  const ex = extractCommands(command, { home: ctx.shell.home });
+  if (!ex.ok) return { tool: "bash", commands: [command.trim()], paths: [] };
+  const commands = ex.commands.map((c) => c.argv.map((a) => a.value ?? a.text).join(" ")).filter((c) => c.length > 0);
+  const paths = ex.commands.flatMap((c) => [...c.argv.slice(1), ...c.redirs.flatMap((r) => (r.target ? [r.target] : []))])
+    .map((a) => a.value)
+    .filter((v): v is string => v !== null && (isAbsolute(v) || v.startsWith(".")))
+    .map((v) => (isAbsolute(v) ? v : `${ctx.shell.cwd}/${v}`));
+  return { tool: "bash", commands, paths };
+}

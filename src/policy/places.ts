@@ -1,0 +1,200 @@
+// Where a path lies, from the gate's point of view: inside the writable roots or not, protected,
+// an identity secret, a persistence location, a raw device, or this extension's own state.
+// The lists themselves are data (data/paths.json); this module only expands and matches them.
+
+import { existsSync, lstatSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { isAbsolute, join, relative, resolve, sep } from "node:path";
+import pathData from "./data/paths.json" with { type: "json" };
+
+export interface PlacesInput {
+  /** The session's working directory: the workspace root. */
+  readonly workspace: string;
+  /** The one temporary writable root outside the workspace. */
+  readonly tmpRoot: string;
+  readonly home: string;
+  /** Pi's agent directory (PI_CODING_AGENT_DIR or ~/.pi/agent). */
+  readonly agentDir: string;
+  /** This extension's own files (config, state); writing them would disable the gate. */
+  readonly selfPaths: readonly string[];
+}
+
+export interface Places {
+  readonly workspace: string; // real
+  readonly workspaceLexical: string;
+  readonly tmpRoot: string; // real
+  readonly home: string;
+  readonly homeReal: string;
+  readonly agentDir: string;
+  /** Real git directories that a `.git` file or symlink in the workspace points to. */
+  readonly gitDirs: readonly string[];
+  readonly identitySecrets: readonly string[];
+  readonly persistence: readonly string[];
+  readonly selfProtected: readonly string[];
+}
+
+function realOr(p: string): string {
+  try {
+    return realpathSync.native(p);
+  } catch {
+    return resolve(p);
+  }
+}
+
+/** Both the lexical and the real form of a listed location, so either spelling matches. */
+function expand(entries: readonly string[], home: string, agentDir: string, selfPaths: readonly string[]): string[] {
+  const out = new Set<string>();
+  for (const entry of entries) {
+    const bases =
+      entry === "@state"
+        ? selfPaths
+        : entry.startsWith("~")
+          ? [join(home, entry.slice(1))]
+          : entry.startsWith("@agent")
+            ? [join(agentDir, entry.slice("@agent".length))]
+            : [entry];
+    for (const b of bases) {
+      out.add(resolve(b));
+      out.add(realOr(b));
+    }
+  }
+  return [...out];
+}
+
+/** The git directory a `.git` file (worktree, submodule) or symlink points to, if any. */
+function linkedGitDir(workspace: string): string[] {
+  const dotGit = join(workspace, ".git");
+  try {
+    const st = lstatSync(dotGit);
+    if (st.isSymbolicLink()) return [realOr(dotGit)];
+    if (!st.isFile()) return [];
+    const m = /^gitdir:\s*(.+?)\s*$/m.exec(readFileSync(dotGit, "utf8"));
+    if (!m?.[1]) return [];
+    const gitDir = realOr(isAbsolute(m[1]) ? m[1] : join(workspace, m[1]));
+    const dirs = [gitDir];
+    // A worktree's git dir names the shared repository in `commondir`; hooks and config live there.
+    const commonFile = join(gitDir, "commondir");
+    if (existsSync(commonFile)) {
+      const common = readFileSync(commonFile, "utf8").trim();
+      if (common) dirs.push(realOr(isAbsolute(common) ? common : join(gitDir, common)));
+    }
+    return dirs;
+  } catch {
+    return [];
+  }
+}
+
+export function buildPlaces(input: PlacesInput): Places {
+  const home = resolve(input.home);
+  const agentDir = resolve(input.agentDir);
+  return {
+    workspace: realOr(input.workspace),
+    workspaceLexical: resolve(input.workspace),
+    tmpRoot: realOr(input.tmpRoot),
+    home,
+    homeReal: realOr(home),
+    agentDir,
+    gitDirs: linkedGitDir(input.workspace),
+    identitySecrets: expand(pathData.identitySecrets, home, agentDir, input.selfPaths),
+    persistence: expand(pathData.persistence, home, agentDir, input.selfPaths),
+    selfProtected: expand(pathData.selfProtected, home, agentDir, input.selfPaths),
+  };
+}
+
+/** True when `child` is `parent` or below it. `/ws-evil` is not inside `/ws`. */
+export function isWithin(parent: string, child: string): boolean {
+  if (child === parent) return true;
+  const prefix = parent.endsWith(sep) ? parent : parent + sep;
+  return child.startsWith(prefix);
+}
+
+const lower = (s: string) => s.toLowerCase();
+const PROTECTED_NAMES = new Set(pathData.protectedNames.map(lower));
+const PROTECTED_FILES = new Set(pathData.protectedFileNames.map(lower));
+const PROTECTED_SEQUENCES = pathData.protectedSequences.map((seq) => seq.map(lower));
+const RAW_DEVICES = pathData.rawDevices.map((r) => new RegExp(r));
+const HARMLESS_DEVICES = pathData.harmlessDevices.map((r) => (r.startsWith("^") ? new RegExp(r) : new RegExp(`^${r.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}$`)));
+const REGENERABLE = new Set(pathData.regenerableDirs.map(lower));
+
+/** Whether a path relative to a writable root names or lies under a protected entry. */
+export function protectedComponent(rel: string): string | undefined {
+  if (rel === "" || rel.startsWith("..")) return undefined;
+  const parts = rel.split(sep).map(lower);
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i]!;
+    if (PROTECTED_NAMES.has(part)) return parts.slice(0, i + 1).join("/");
+    if (PROTECTED_FILES.has(part)) return parts.slice(0, i + 1).join("/");
+    for (const seq of PROTECTED_SEQUENCES) {
+      if (seq.every((s, j) => parts[i + j] === s)) return parts.slice(0, i + seq.length).join("/");
+    }
+  }
+  return undefined;
+}
+
+export function isRegenerableName(name: string): boolean {
+  return REGENERABLE.has(lower(name));
+}
+
+export function isRawDevice(p: string): boolean {
+  return RAW_DEVICES.some((r) => r.test(p));
+}
+
+export function isHarmlessDevice(p: string): boolean {
+  return HARMLESS_DEVICES.some((r) => r.test(p));
+}
+
+const underAny = (list: readonly string[], p: string) => list.some((entry) => isWithin(entry, p));
+
+/** Where a write to this path lands. `lexical` is the path before symlinks, `real` after. */
+export type WriteTarget =
+  | { readonly kind: "self" }
+  | { readonly kind: "raw-device" }
+  | { readonly kind: "harmless-device" }
+  | { readonly kind: "protected"; readonly entry: string }
+  | { readonly kind: "persistence" }
+  | { readonly kind: "inside"; readonly root: "workspace" | "tmp"; readonly rel: string }
+  /** An existing file with other hard links: writing it may change a file outside the roots. */
+  | { readonly kind: "hardlinked" }
+  | { readonly kind: "outside" };
+
+export function classifyWrite(places: Places, lexical: string, real: string): WriteTarget {
+  const both = [lexical, real];
+  if (both.some((p) => underAny(places.selfProtected, p))) return { kind: "self" };
+  if (both.some(isHarmlessDevice)) return { kind: "harmless-device" };
+  if (both.some(isRawDevice)) return { kind: "raw-device" };
+  if (places.gitDirs.some((g) => isWithin(g, real))) return { kind: "protected", entry: ".git" };
+  const roots: Array<["workspace" | "tmp", string]> = [
+    ["workspace", places.workspace],
+    ["tmp", places.tmpRoot],
+  ];
+  for (const [name, root] of roots) {
+    if (!isWithin(root, real)) continue;
+    const rel = relative(root, real);
+    const lexRel = isWithin(places.workspaceLexical, lexical) ? relative(places.workspaceLexical, lexical) : "";
+    const entry = protectedComponent(rel) ?? protectedComponent(lexRel);
+    if (entry) return { kind: "protected", entry };
+    if (hasOtherHardLinks(real)) return { kind: "hardlinked" };
+    return { kind: "inside", root: name, rel };
+  }
+  if (both.some((p) => underAny(places.persistence, p))) return { kind: "persistence" };
+  return { kind: "outside" };
+}
+
+/** Reading this path reads an identity secret (keys, tokens, credentials). */
+export function isIdentitySecret(places: Places, lexical: string, real: string): boolean {
+  if (/^\/proc\/(\d+|self|thread-self)\/environ$/.test(real) || /^\/proc\/(\d+|self|thread-self)\/environ$/.test(lexical)) return true;
+  return [lexical, real].some((p) => underAny(places.identitySecrets, p));
+}
+
+/** A recursive read of this directory would read identity secrets below it. */
+export function containsIdentitySecret(places: Places, lexical: string, real: string): boolean {
+  return [lexical, real].some((dir) => places.identitySecrets.some((s) => isWithin(dir, s)));
+}
+
+function hasOtherHardLinks(p: string): boolean {
+  try {
+    const st = statSync(p);
+    return st.isFile() && st.nlink > 1;
+  } catch {
+    return false;
+  }
+}

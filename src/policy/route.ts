@@ -1,0 +1,90 @@
+// The routing function: a judged request, the bash backend and the configuration decide the route.
+// Pure: no I/O, no clock. Order (P3): configuration fault, hard denies, user deny rules, user
+// review rules, user allow rules, then the static class through the backend's table.
+
+import type { ConfigResult } from "./config/load.ts";
+import type { Judgement, ToolKind } from "./judge.ts";
+import { firstMatch } from "./rules.ts";
+import { decision, type Backend, type CommandClass, type Decision, type Route } from "./types.ts";
+
+const BASH_TABLE: Readonly<Record<"sandboxed" | "review-only", Readonly<Record<CommandClass, Route>>>> = {
+  sandboxed: {
+    read: "sandbox",
+    "workspace-write": "sandbox",
+    cleanup: "sandbox",
+    build: "sandbox",
+    contain: "sandbox",
+    "git-local": "allow",
+    trusted: "allow",
+    review: "review",
+    deny: "deny",
+  },
+  "review-only": {
+    read: "allow",
+    "workspace-write": "allow",
+    cleanup: "allow",
+    build: "allow",
+    contain: "review",
+    "git-local": "allow",
+    trusted: "allow",
+    review: "review",
+    deny: "deny",
+  },
+};
+
+const OTHER_TABLE: Readonly<Record<CommandClass, Route>> = {
+  read: "allow",
+  "workspace-write": "allow",
+  cleanup: "allow",
+  build: "allow",
+  "git-local": "allow",
+  trusted: "allow",
+  contain: "review",
+  review: "review",
+  deny: "deny",
+};
+
+function sentence(s: string): string {
+  const t = s.trim();
+  return t.length === 0 ? t : t[0]!.toUpperCase() + t.slice(1) + (/[.!?]$/.test(t) ? "" : ".");
+}
+
+function tableRoute(kind: ToolKind, cls: CommandClass, backend: Backend): Route {
+  if (kind !== "bash") return OTHER_TABLE[cls];
+  if (backend === "unavailable") return "deny";
+  return BASH_TABLE[backend][cls];
+}
+
+export function route(j: Judgement, backend: Backend, config: ConfigResult): Decision {
+  if (!config.ok) return decision("deny", "config-fault", `Auto-mode configuration ${config.path} is invalid (${config.message}); every call is denied until it is fixed.`);
+  if (j.cls === "deny") return decision("deny", j.reason, sentence(j.detail));
+  const deny = firstMatch(config.config.deny, j.subject);
+  if (deny) return decision("deny", "user-deny-rule", sentence(`matches the deny rule ${deny.label}${deny.reason ? `: ${deny.reason}` : ""}`));
+  const review = firstMatch(config.config.review, j.subject);
+  if (review) {
+    if (j.kind === "bash" && backend === "unavailable") return unavailable();
+    return decision("review", "user-review-rule", sentence(`matches the review rule ${review.label}${review.reason ? `: ${review.reason}` : ""}`));
+  }
+  if (j.reason !== "malformed-input" && j.reason !== "shell-unparseable" && allowedByRules(j, config)) {
+    if (j.kind === "bash" && backend === "unavailable") return unavailable();
+    return decision("allow", "user-allow-rule", sentence(`allowed by the user's rules (${j.detail})`));
+  }
+  const r = tableRoute(j.kind, j.cls, backend);
+  if (j.kind === "bash" && backend === "unavailable") return unavailable();
+  if (r === "sandbox") return decision("sandbox", "sandboxed", sentence(`${j.detail}; runs inside the sandbox`));
+  if (r === "review" && j.cls === "contain") return decision("review", j.reason, sentence(`${j.detail}; without a sandbox this needs review`));
+  return decision(r, j.reason, sentence(j.detail));
+}
+
+function unavailable(): Decision {
+  return decision("deny", "sandbox-unavailable", "The sandbox is unavailable, so auto mode runs no shell commands.");
+}
+
+/** Bash needs every simple command allowed by a rule; other tools need one matching rule. */
+function allowedByRules(j: Judgement, config: Extract<ConfigResult, { ok: true }>): boolean {
+  const rules = config.config.allow;
+  if (rules.length === 0) return false;
+  if (j.kind !== "bash") return firstMatch(rules, j.subject) !== undefined;
+  if (j.subject.commands.length === 0) return false;
+  return j.subject.commands.every((c) => firstMatch(rules, { ...j.subject, commands: [c] }) !== undefined);
+}

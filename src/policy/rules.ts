@@ -1,0 +1,56 @@
+// User and project rules: which tools, commands and paths to allow, review or deny.
+
+import { resolve } from "node:path";
+import { minimatch } from "minimatch";
+import type { RuleSpec } from "./config/schema.ts";
+
+export type RuleOrigin = "user" | "project";
+
+export interface CompiledRule {
+  readonly origin: RuleOrigin;
+  /** How the rule reads in messages: `deny rule {"command":"git push *"} (user config)`. */
+  readonly label: string;
+  readonly reason: string | undefined;
+  readonly tool: RegExp | undefined;
+  readonly command: RegExp | undefined;
+  readonly path: ((p: string) => boolean) | undefined;
+}
+
+/** What a rule is matched against: the tool, every simple command (bash), every path touched. */
+export interface RuleSubject {
+  readonly tool: string;
+  readonly commands: readonly string[];
+  readonly paths: readonly string[];
+}
+
+function wildcard(pattern: string, star: string): RegExp {
+  const body = pattern
+    .split("*")
+    .map((part) => part.split("?").map((s) => s.replace(/[.+^${}()|[\]\\]/g, "\\$&")).join("."))
+    .join(star);
+  return new RegExp(`^${body}$`, "s");
+}
+
+export function compileRule(spec: RuleSpec, origin: RuleOrigin, home: string, base: string): CompiledRule {
+  if (!spec.tool && !spec.command && !spec.path) throw new Error(`a rule needs "tool", "command" or "path": ${JSON.stringify(spec)}`);
+  const expanded = spec.path ? resolve(base, spec.path === "~" ? home : spec.path.startsWith("~/") ? home + spec.path.slice(1) : spec.path) : undefined;
+  return {
+    origin,
+    label: `${JSON.stringify(spec)} (${origin} config)`,
+    reason: spec.reason,
+    tool: spec.tool ? wildcard(spec.tool, ".*") : spec.command ? /^bash$/ : undefined,
+    command: spec.command ? wildcard(spec.command.trim().replace(/\s+/g, " "), ".*") : undefined,
+    path: expanded ? (p: string) => minimatch(p, expanded, { dot: true }) : undefined,
+  };
+}
+
+export function ruleMatches(rule: CompiledRule, subject: RuleSubject): boolean {
+  if (rule.tool && !rule.tool.test(subject.tool)) return false;
+  if (rule.command && !subject.commands.some((c) => rule.command!.test(c))) return false;
+  if (rule.path && !subject.paths.some((p) => rule.path!(p))) return false;
+  return true;
+}
+
+export function firstMatch(rules: readonly CompiledRule[], subject: RuleSubject): CompiledRule | undefined {
+  return rules.find((r) => ruleMatches(r, subject));
+}

@@ -1,0 +1,206 @@
+// What the shell analysis knows about the machine, and the running state of one script.
+
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { basename, dirname, isAbsolute, join, resolve } from "node:path";
+import { resolveReal } from "../../request/paths.ts";
+import {
+  classifyWrite,
+  containsIdentitySecret,
+  isIdentitySecret,
+  isWithin,
+  protectedComponent,
+  type Places,
+} from "../places.ts";
+import pathData from "../data/paths.json" with { type: "json" };
+import { finding, strictest, type Finding } from "./finding.ts";
+import type { Arg } from "./parse.ts";
+
+export interface ShellEnv {
+  readonly places: Places;
+  /** The session's working directory, where every bash call starts. */
+  readonly cwd: string;
+  readonly home: string;
+  /** The repository's hooks are in a place the agent may write (core.hooksPath to an unprotected dir). */
+  readonly gitHooksWritable: boolean;
+  /** The checked-out branch of the workspace repository, when `.git/HEAD` names one. */
+  readonly currentBranch: string | undefined;
+}
+
+/** Facts gathered while walking one script, in source order. */
+export interface ScriptState {
+  /** Where relative paths may resolve: every directory a `cd` may have moved to; null = unknown. */
+  cwds: Array<string | null>;
+  /** Files this script downloads (real paths); running one of them runs remote code. */
+  readonly downloads: Set<string>;
+  secretSource: string | undefined;
+  network: string | undefined;
+  /** Names of functions the script defines; calling one is not an unknown command. */
+  readonly functions: Set<string>;
+}
+
+export function newScriptState(env: ShellEnv, functions: Iterable<string> = []): ScriptState {
+  return { cwds: [env.cwd], downloads: new Set(), secretSource: undefined, network: undefined, functions: new Set(functions) };
+}
+
+export interface Located {
+  readonly lexical: string;
+  readonly real: string;
+  readonly exists: boolean;
+}
+
+/** Every place a static path argument may name; null when the cwd is unknown and the path is relative. */
+export function locate(state: ScriptState, value: string): Located[] | null {
+  const out: Located[] = [];
+  for (const cwd of isAbsolute(value) ? ["/"] : state.cwds) {
+    if (cwd === null) return null;
+    const lexical = resolve(cwd, value);
+    try {
+      const r = resolveReal(lexical);
+      out.push({ lexical, real: r.real, exists: r.exists });
+    } catch {
+      return null;
+    }
+  }
+  return out;
+}
+
+const SECRET_FILE_PATTERNS = pathData.secretFilePatterns.map((p) => new RegExp(p, "i"));
+
+/** A file whose contents are credentials even inside the workspace (.env, keys). */
+export function isSecretishFile(p: string): boolean {
+  const name = basename(p);
+  return SECRET_FILE_PATTERNS.some((r) => r.test(name));
+}
+
+function globToRegExp(glob: string): RegExp {
+  let re = "";
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i]!;
+    if (c === "*") re += "[^/]*";
+    else if (c === "?") re += "[^/]";
+    else if (c === "[") {
+      const close = glob.indexOf("]", i + 1);
+      if (close < 0) re += "\\[";
+      else {
+        re += `[${glob.slice(i + 1, close).replace(/^!/, "^").replace(/\\/g, "\\\\")}]`;
+        i = close;
+      }
+    } else re += c.replace(/[.+^${}()|\\]/g, "\\$&");
+  }
+  return new RegExp(`^${re}$`);
+}
+
+/** Existing entries a glob argument would expand to (one directory level), or null if unknowable. */
+export function expandGlob(state: ScriptState, pattern: string): Located[] | null {
+  const dir = dirname(pattern);
+  if (/[*?[]/.test(dir)) return null;
+  const bases = locate(state, dir);
+  if (!bases) return null;
+  const re = globToRegExp(basename(pattern));
+  const out: Located[] = [];
+  for (const base of bases) {
+    let names: string[] = [];
+    try {
+      names = readdirSync(base.real);
+    } catch {
+      names = [];
+    }
+    for (const name of names) {
+      // Like bash without dotglob: a leading "." must be matched explicitly.
+      if (name.startsWith(".") && !basename(pattern).startsWith(".")) continue;
+      if (!re.test(name)) continue;
+      const lexical = join(base.lexical, name);
+      const real = join(base.real, name);
+      out.push({ lexical, real, exists: true });
+    }
+    out.push({ lexical: base.lexical, real: base.real, exists: base.exists });
+  }
+  return out;
+}
+
+/** The finding for writing (creating, changing or removing) a path argument. */
+export function judgeWrite(env: ShellEnv, state: ScriptState, arg: Arg, what: string): Finding {
+  if (arg.value === null) return finding("contain", "outside-writable-roots", `${what} a path only known at run time (${arg.text})`);
+  const places = arg.glob ? expandGlob(state, arg.value) : locate(state, arg.value);
+  if (!places) return finding("contain", "outside-writable-roots", `${what} ${arg.value} relative to an unknown directory`);
+  return strictest(places.map((p) => writeFinding(env, p, arg.value!, what))) ?? finding("read", "read-only", `${what} nothing`);
+}
+
+export function writeFinding(env: ShellEnv, p: Located, shown: string, what: string): Finding {
+  const target = classifyWrite(env.places, p.lexical, p.real);
+  switch (target.kind) {
+    case "self":
+      return finding("deny", "self-protection", `${what} ${shown}, which holds auto mode's own configuration or state`);
+    case "raw-device":
+      return finding("deny", "hard-deny", `${what} the raw device ${shown}`);
+    case "harmless-device":
+      return finding("read", "read-only", `${what} ${shown}`);
+    case "protected":
+      return finding("review", "protected-path", `${what} ${shown}, under the protected ${target.entry}`);
+    case "persistence":
+      return finding("review", "persistence", `${what} ${shown}, a location that runs code or holds configuration later`);
+    case "inside":
+      return finding("workspace-write", "workspace-write", `${what} ${shown} inside the ${target.root === "tmp" ? "temporary root" : "workspace"}`);
+    case "hardlinked":
+      return finding("contain", "outside-writable-roots", `${what} ${shown}, a file with other hard links that may lie outside the workspace`);
+    case "outside":
+      return finding("contain", "outside-writable-roots", `${what} ${shown}, outside the writable roots`);
+  }
+}
+
+/** The finding for reading a path argument: identity secrets need review. */
+export function judgeRead(env: ShellEnv, state: ScriptState, arg: Arg, recursive: boolean): Finding | undefined {
+  if (arg.value === null || arg.value === "" || arg.value === "-") return undefined;
+  const located = locate(state, arg.value);
+  if (!located) return undefined;
+  for (const p of located) {
+    if (isIdentitySecret(env.places, p.lexical, p.real)) return finding("review", "identity-secret", `reads ${arg.value}, an identity secret`);
+    if (recursive && containsIdentitySecret(env.places, p.lexical, p.real))
+      return finding("review", "identity-secret", `reads everything under ${arg.value}, which holds identity secrets`);
+    if (isSecretishFile(p.real)) state.secretSource ??= arg.value;
+  }
+  return undefined;
+}
+
+/** True when every candidate location of a static path lies inside the workspace. */
+export function insideWorkspace(env: ShellEnv, located: readonly Located[]): boolean {
+  return located.every((p) => isWithin(env.places.workspace, p.real));
+}
+
+export function isProtectedInWorkspace(env: ShellEnv, p: Located): boolean {
+  return isWithin(env.places.workspace, p.real) && protectedComponent(p.real.slice(env.places.workspace.length + 1)) !== undefined;
+}
+
+/** Read `core.hooksPath` and the current branch from the workspace repository (cheap file reads). */
+export function inspectRepository(places: Places): { gitHooksWritable: boolean; currentBranch: string | undefined } {
+  const { workspace, home } = places;
+  const gitDir = join(workspace, ".git");
+  let currentBranch: string | undefined;
+  try {
+    const head = readFileSync(join(gitDir, "HEAD"), "utf8");
+    currentBranch = /^ref: refs\/heads\/(.+)$/m.exec(head)?.[1]?.trim();
+  } catch {
+    currentBranch = undefined;
+  }
+  const configs = [join(gitDir, "config"), join(home, ".gitconfig"), join(home, ".config", "git", "config")];
+  let hooksPath: string | undefined;
+  for (const file of configs) {
+    if (!existsSync(file)) continue;
+    try {
+      const m = /^\s*hookspath\s*=\s*(.+?)\s*$/im.exec(readFileSync(file, "utf8"));
+      if (m?.[1]) {
+        hooksPath = m[1].replace(/^"|"$/g, "");
+        break;
+      }
+    } catch {
+      // unreadable config: git would not use it either
+    }
+  }
+  if (!hooksPath) return { gitHooksWritable: false, currentBranch };
+  const abs = hooksPath.startsWith("~/") ? join(home, hooksPath.slice(2)) : resolve(workspace, hooksPath);
+  // Hooks the agent may write without review would run outside the sandbox on the next commit.
+  const writable = [workspace, places.tmpRoot].some(
+    (root) => isWithin(root, abs) && protectedComponent(abs.slice(root.length + 1)) === undefined,
+  );
+  return { gitHooksWritable: writable, currentBranch };
+}

@@ -1,0 +1,275 @@
+// Commands that run other code: shells, interpreters, package managers, task runners,
+// xargs and friends, and commands that reach the network.
+
+import { judgeRead, judgeWrite, locate, isSecretishFile } from "../env.ts";
+import { finding, type Finding } from "../finding.ts";
+import { hasFlag, operands, optionValues, staticArg, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
+import type { Arg } from "../parse.ts";
+import { INLINE_CODE_OPTIONS, INTERPRETERS, NPX_LOCAL_TOOLS, PYTHON_MODULES, SHELLS, SUBCOMMANDS } from "../table.ts";
+import { FILE_HANDLERS } from "./files.ts";
+
+function runsDownloaded(an: Analyzer, arg: Arg | undefined): boolean {
+  if (!arg?.value) return false;
+  return (locate(an.state, arg.value) ?? []).some((p) => an.state.downloads.has(p.real));
+}
+
+/** The first word of a here-document body fed to this command, if any. */
+function heredocBody(inv: Invocation): { body: string; dynamic: boolean } | undefined {
+  const h = inv.source.redirs.find((r) => r.heredoc)?.heredoc;
+  const hereString = inv.source.redirs.find((r) => r.op === "<<<");
+  if (h) return { body: h.body, dynamic: h.dynamic };
+  if (hereString?.target) return { body: hereString.target.value ?? "", dynamic: hereString.target.value === null };
+  return undefined;
+}
+
+const readsStdinFile = (inv: Invocation) => inv.source.redirs.some((r) => r.op === "<" && !r.heredoc);
+
+export const shell: Handler = (inv, an) => {
+  const args = inv.args;
+  if (hasFlag(args, "", ["--version", "--help"])) return [finding("read", "read-only", `${inv.name} prints its version`)];
+  const cIndex = args.findIndex((a) => a.value !== null && /^-[a-zA-Z]*c[a-zA-Z]*$/.test(a.value));
+  if (cIndex >= 0) {
+    const script = args[cIndex + 1];
+    if (!script || script.value === null) return [finding("review", "dynamic-command", `${inv.name} -c runs a script only known at run time`)];
+    return an.script(script.value, `${inv.name} -c`);
+  }
+  if (hasFlag(args, "n", ["--noexec"])) return [finding("read", "read-only", `${inv.name} -n only checks syntax`)];
+  const file = operands(args, ["-o", "+o", "-O", "+O", "--rcfile", "--init-file"]).at(0);
+  if (file) {
+    if (file.value === null) return [finding("review", "remote-code", `${inv.name} runs a script only known at run time (${file.text})`)];
+    if (runsDownloaded(an, file)) return [finding("review", "remote-code", `${inv.name} runs ${file.value}, downloaded by this command`)];
+    return [finding("contain", "inline-code", `${inv.name} runs the script ${file.value}`), ...[judgeRead(an.env, an.state, file, false)].filter((f) => f !== undefined)];
+  }
+  if (inv.pipedInput) return [finding("review", "remote-code", `pipes data into ${inv.name}, which runs it as code`)];
+  const body = heredocBody(inv);
+  if (body) {
+    if (body.dynamic) return [finding("review", "dynamic-command", `${inv.name} runs a here-document with run-time expansions`)];
+    return an.script(body.body, `${inv.name} here-document`);
+  }
+  if (readsStdinFile(inv)) return [finding("contain", "inline-code", `${inv.name} runs a script from a file`)];
+  return [finding("contain", "inline-code", `${inv.name} starts an interactive shell`)];
+};
+
+export const interpreter: Handler = (inv, an) => {
+  const args = inv.args;
+  const first = args[0]?.value;
+  if (args.length > 0 && args.every((a) => ["--version", "-V", "-v", "--help", "-h", "-version"].includes(a.value ?? "")))
+    return [finding("read", "read-only", `${inv.name} prints its version`)];
+  if (first === null) return [finding("review", "dynamic-command", `${inv.name} with arguments only known at run time`)];
+  if ((inv.name === "python" || inv.name.startsWith("python")) && first === "-m") {
+    const mod = args[1]?.value ?? null;
+    if (mod === null) return [finding("review", "dynamic-command", "python -m with a module only known at run time")];
+    if (mod === "pip") return packageManager("pip")({ ...inv, args: args.slice(2) }, an);
+    const cls = PYTHON_MODULES.get(mod);
+    return [cls ? finding(cls, cls === "build" ? "build-test" : "network", `python -m ${mod}`) : finding("contain", "inline-code", `python -m ${mod} runs a module`)];
+  }
+  if ((inv.name === "node" || inv.name === "nodejs") && args.some((a) => a.value === "--test")) return [finding("build", "build-test", "node --test runs the test suite")];
+  if ((inv.name === "node" || inv.name === "nodejs") && args.some((a) => a.value === "--check" || a.value === "-c"))
+    return [finding("read", "read-only", "node --check only parses")];
+  const inline = args.findIndex((a) => a.value !== null && INLINE_CODE_OPTIONS.has(a.value.split("=")[0]!));
+  if (inline >= 0) return [finding("contain", "inline-code", `${inv.name} runs inline code`)];
+  const file = operands(args, ["-W", "-X", "-r", "--require", "--import", "--loader", "-I"]).at(0);
+  if (file && file.value !== "-") {
+    if (file.value === null) return [finding("review", "remote-code", `${inv.name} runs a program only known at run time (${file.text})`)];
+    if (runsDownloaded(an, file)) return [finding("review", "remote-code", `${inv.name} runs ${file.value}, downloaded by this command`)];
+    return [finding("contain", "inline-code", `${inv.name} runs the program ${file.value}`)];
+  }
+  if (inv.pipedInput) return [finding("review", "remote-code", `pipes data into ${inv.name}, which runs it as code`)];
+  if (heredocBody(inv)) return [finding("contain", "inline-code", `${inv.name} runs code from a here-document`)];
+  return [finding("contain", "inline-code", `${inv.name} runs code from standard input`)];
+};
+
+/** A tool whose first word selects what it does (npm, cargo, go, pip, ...). */
+export function packageManager(tool: string): Handler {
+  return (inv, an) => {
+    const table = SUBCOMMANDS.get(tool);
+    if (!table) return [finding("contain", "unknown-command", `${tool}`)];
+    const valueOpts = ["-C", "--prefix", "--dir", "--cwd", "-w", "--workspace", "--filter", "-F", "--manifest-path", "--project", "-p", "--package", "--directory"];
+    let sub: Arg | undefined;
+    for (let i = 0; i < inv.args.length; i++) {
+      const v = inv.args[i]!.value;
+      if (v === null) return [finding("review", "dynamic-command", `${tool} with a subcommand only known at run time`)];
+      if (table.byName.has(v)) {
+        sub = inv.args[i];
+        break;
+      }
+      if (v.startsWith("-")) {
+        if (valueOpts.includes(v)) i++;
+        continue;
+      }
+      sub = inv.args[i];
+      break;
+    }
+    if (!sub) {
+      if (table.empty) return [finding(table.empty, table.empty === "contain" ? "network" : "build-test", `${tool} with no subcommand`)];
+      const flag = inv.args[0]?.value;
+      if (flag && table.byName.has(flag)) sub = inv.args[0];
+      else return [finding(table.fallback, table.fallback === "read" ? "read-only" : "build-test", `${tool}`)];
+    }
+    const name = sub!.value!;
+    const rest = inv.args.slice(inv.args.indexOf(sub!) + 1);
+    if ((tool === "npm" && (name === "exec" || name === "x")) || (tool === "pnpm" && (name === "exec" || name === "dlx")) || (tool === "yarn" && name === "dlx"))
+      return npx({ ...inv, args: rest }, an);
+    if (tool === "npm" && (name === "config" || name === "c") && ["get", "list", "ls"].includes(rest[0]?.value ?? ""))
+      return [finding("read", "read-only", "npm reads its configuration")];
+    const cls = table.byName.get(name) ?? table.fallback;
+    const reason = cls === "read" ? "read-only" : cls === "build" ? "build-test" : cls === "cleanup" ? "regenerable-cleanup" : cls === "review" ? (tool === "systemctl" || tool === "launchctl" || tool === "crontab" ? "persistence" : "privilege") : cls === "deny" ? "hard-deny" : "network";
+    return [finding(cls, reason, `${tool} ${name}`)];
+  };
+}
+
+/** npx runs a local dev tool, or downloads and runs a package. */
+export const npx: Handler = (inv) => {
+  let downloads = false;
+  let pkg: string | null | undefined;
+  for (let i = 0; i < inv.args.length; i++) {
+    const v = inv.args[i]!.value;
+    if (v === null) return [finding("review", "dynamic-command", "npx runs a package only known at run time")];
+    if (v === "-p" || v === "--package" || v.startsWith("--package=")) {
+      downloads = true;
+      if (!v.includes("=")) i++;
+      continue;
+    }
+    if (v === "-y" || v === "--yes") {
+      downloads = true;
+      continue;
+    }
+    if (v === "-c" || v === "--call") return [finding("contain", "inline-code", "npx --call runs a shell command")];
+    if (v.startsWith("-")) continue;
+    pkg = v;
+    break;
+  }
+  if (!pkg) return [finding("contain", "network", "npx with no package")];
+  const bare = pkg.replace(/@[^@/]*$/, "");
+  if (!downloads && !/@[^/]/.test(pkg.slice(1)) && NPX_LOCAL_TOOLS.has(bare)) return [finding("build", "build-test", `npx ${pkg} runs a local dev tool`)];
+  return [finding("contain", "network", `npx ${pkg} may download and run a package`)];
+};
+
+/** xargs appends words from standard input; from `echo ... |` they are known, otherwise not. */
+export function xargs(fed: readonly Arg[] | undefined): Handler {
+  return (inv, an) => {
+    const valueOpts = ["-n", "-L", "-l", "-P", "-s", "-d", "-E", "-e", "-a", "-I", "-i", "--max-args", "--max-lines", "--max-procs", "--max-chars", "--delimiter", "--eof", "--arg-file", "--replace", "--process-slot-var"];
+    let i = 0;
+    let replace: string | undefined;
+    for (; i < inv.args.length; i++) {
+      const v = inv.args[i]!.value;
+      if (v === null) return [finding("review", "dynamic-command", "xargs with an option only known at run time")];
+      if (v === "--") {
+        i++;
+        break;
+      }
+      if (!v.startsWith("-")) break;
+      if (v === "-I") replace = inv.args[i + 1]?.value ?? undefined;
+      else if (v.startsWith("-i")) replace = v.slice(2) || "{}";
+      else if (v.startsWith("--replace")) replace = v.includes("=") ? v.slice(10) : "{}";
+      if (valueOpts.includes(v)) i++;
+    }
+    let cmd = inv.args.slice(i);
+    if (cmd.length === 0) cmd = [staticArg("echo")];
+    const input = fed ?? [{ text: "<stdin>", value: null, glob: false }];
+    if (replace !== undefined) {
+      const r = replace;
+      cmd = cmd.map((a) => (a.value?.includes(r) ? (fed && fed.length === 1 && fed[0]!.value !== null ? { ...a, value: a.value.split(r).join(fed[0]!.value) } : { text: a.text, value: null, glob: false }) : a));
+    } else cmd = [...cmd, ...input];
+    return an.argv(cmd, inv.source, false);
+  };
+}
+
+/** curl, wget and friends: network, plus the files they write and upload. */
+export const transfer: Handler = (inv, an) => {
+  const out: Finding[] = [finding("contain", "network", `${inv.name} uses the network`)];
+  an.state.network ??= inv.name;
+  const outputs =
+    inv.name === "wget"
+      ? optionValues(inv.args, ["-O", "-P", "-o", "-a"], ["--output-document", "--directory-prefix", "--output-file", "--append-output"])
+      : optionValues(inv.args, ["-o", "-c", "-D", "-K"], ["--output", "--output-dir", "--cookie-jar", "--dump-header", "--config", "--trace", "--trace-ascii", "--stderr", "--etag-save", "--hsts"]);
+  for (const o of outputs) {
+    if (o.value === "-" || o.value === "/dev/null") continue;
+    out.push(judgeWrite(an.env, an.state, o, `${inv.name} writes`));
+    for (const p of (o.value ? locate(an.state, o.value) : null) ?? []) an.state.downloads.add(p.real);
+  }
+  if (inv.name === "curl" && hasFlag(inv.args, "O", ["--remote-name", "--remote-name-all"]))
+    out.push(finding("workspace-write", "workspace-write", "curl -O saves into the current directory"));
+  const uploads =
+    inv.name === "wget"
+      ? optionValues(inv.args, [], ["--post-file", "--body-file"])
+      : [
+          ...optionValues(inv.args, ["-d", "-F", "-T"], ["--data", "--data-binary", "--data-raw", "--data-urlencode", "--form", "--upload-file", "--json", "--data-ascii"]).map((a) => {
+            const v = a.value;
+            if (v === null) return a;
+            const at = v.indexOf("@");
+            const lt = v.indexOf("=<");
+            return at >= 0 ? { ...a, value: v.slice(at + 1) } : lt >= 0 ? { ...a, value: v.slice(lt + 2) } : undefined;
+          }),
+          ...optionValues(inv.args, ["-T"], ["--upload-file"]),
+        ];
+  for (const u of uploads) {
+    if (!u) continue;
+    if (u.value === "-" ) {
+      an.state.network = `${inv.name} (uploading standard input)`;
+      continue;
+    }
+    const r = u.value === null ? undefined : judgeRead(an.env, an.state, u, false);
+    if (r) out.push(r);
+    if (u.value !== null && isSecretishFile(u.value)) out.push(finding("review", "secret-egress", `${inv.name} uploads ${u.value}`));
+  }
+  return out;
+};
+
+const rsync: Handler = (inv, an) => {
+  const ops = operands(inv.args, ["-e", "--rsh", "--exclude", "--include", "--filter", "-f"]);
+  if (ops.some((a) => a.value === null || /^[^/]*:/.test(a.value))) {
+    an.state.network ??= "rsync";
+    return [finding("contain", "network", "rsync copies to or from a remote host"), ...ops.slice(0, -1).flatMap((a) => [judgeRead(an.env, an.state, a, true)].filter((f) => f !== undefined))];
+  }
+  return FILE_HANDLERS.get("rsync-local")!(inv, an);
+};
+
+const kill: Handler = (inv) => {
+  const ops = operands(inv.args, ["-s", "-n", "--signal"]);
+  if (inv.args.some((a) => a.value === "-l" || a.value === "-L") || (ops.length > 0 && ops.every((a) => a.value?.startsWith("%"))))
+    return [finding("read", "read-only", `${inv.name} lists signals or signals the shell's own jobs`)];
+  return [finding("review", "foreign-process", `${inv.name} signals processes that may not belong to this project`)];
+};
+
+const source: Handler = (inv, an) => {
+  const file = inv.args[0];
+  if (!file || file.value === null) return [finding("review", "remote-code", `${inv.name} runs a script only known at run time`)];
+  if (runsDownloaded(an, file)) return [finding("review", "remote-code", `${inv.name} runs ${file.value}, downloaded by this command`)];
+  for (const p of locate(an.state, file.value) ?? []) if (isSecretishFile(p.real)) an.state.secretSource ??= file.value;
+  return [finding("contain", "inline-code", `${inv.name} runs ${file.value} in the shell`), ...[judgeRead(an.env, an.state, file, false)].filter((f) => f !== undefined)];
+};
+
+const trap: Handler = (inv, an) => {
+  const action = inv.args[0];
+  if (!action || inv.args.length < 2 || action.value === "-" || action.value === "" || action.value?.startsWith("-"))
+    return [finding("read", "read-only", "trap lists or resets handlers")];
+  if (action.value === null) return [finding("review", "dynamic-command", "trap installs a handler only known at run time")];
+  return an.script(action.value, "trap handler");
+};
+
+const crontab: Handler = (inv) =>
+  inv.args.length === 1 && inv.args[0]!.value === "-l"
+    ? [finding("read", "read-only", "crontab -l lists jobs")]
+    : [finding("review", "persistence", "crontab installs or removes scheduled jobs")];
+
+export const EXEC_HANDLERS: ReadonlyMap<string, Handler> = new Map<string, Handler>([
+  ...[...SHELLS].map((s): [string, Handler] => [s, shell]),
+  ...[...INTERPRETERS].map((s): [string, Handler] => [s, interpreter]),
+  ...[...SUBCOMMANDS.keys()].filter((t) => t !== "git").map((t): [string, Handler] => [t, packageManager(t)]),
+  ["pip3", packageManager("pip")],
+  ["pip2", packageManager("pip")],
+  ["npx", npx],
+  ["pnpx", npx],
+  ["bunx", npx],
+  ["curl", transfer],
+  ["wget", transfer],
+  ["rsync", rsync],
+  ["kill", kill],
+  ["pkill", kill],
+  ["killall", kill],
+  ["source", source],
+  [".", source],
+  ["trap", trap],
+  ["crontab", crontab],
+]);

@@ -1,0 +1,190 @@
+// git: reads, local history work (runs outside the sandbox, whose .git is read-only),
+// network operations, and the few subcommands that destroy work or weaken the repository.
+
+import { existsSync } from "node:fs";
+import { isWithin } from "../../places.ts";
+import { locate } from "../env.ts";
+import { finding, type Finding } from "../finding.ts";
+import { hasFlag, operands, staticArg, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
+import type { Arg } from "../parse.ts";
+import { GIT_SAFE_CONFIG_KEYS, PROTECTED_BRANCHES, SUBCOMMANDS } from "../table.ts";
+
+const GLOBAL_VALUE_OPTIONS = new Set(["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--super-prefix", "--config-env"]);
+
+function configKeyFinding(key: string, scope: string): Finding {
+  return GIT_SAFE_CONFIG_KEYS.has(key.toLowerCase())
+    ? finding("git-local", "git-local", `git sets ${key}${scope}`)
+    : finding("review", "git-config", `git sets ${key}${scope}, a setting that can run code or change where data goes`);
+}
+
+/** Branch names a push refspec would update on the remote. */
+function pushedBranches(refspec: string): string[] {
+  const spec = refspec.replace(/^\+/, "");
+  const dest = spec.includes(":") ? spec.slice(spec.indexOf(":") + 1) : spec;
+  return [dest.replace(/^refs\/heads\//, "")];
+}
+
+function push(args: readonly Arg[], an: Analyzer): Finding {
+  const ops = operands(args, ["--repo", "--receive-pack", "--exec", "-o", "--push-option", "--signed"]);
+  const refspecs = ops.slice(1);
+  const forceFlag =
+    hasFlag(args, "f", ["--force", "--force-with-lease", "--force-if-includes", "--mirror"]) ||
+    args.some((a) => a.value?.startsWith("--force-with-lease"));
+  const plusRefs = refspecs.filter((r) => r.value?.startsWith("+"));
+  if (refspecs.some((r) => r.value === null) && (forceFlag || plusRefs.length > 0))
+    return finding("review", "force-push", "git force-pushes a ref only known at run time");
+  const forced = forceFlag ? refspecs : plusRefs;
+  const targets = forced.flatMap((r) => pushedBranches(r.value ?? ""));
+  if ((forceFlag || plusRefs.length > 0) && refspecs.length === 0 && an.env.currentBranch) targets.push(an.env.currentBranch);
+  const hit = targets.find((b) => PROTECTED_BRANCHES.has(b) || b === "HEAD" && an.env.currentBranch !== undefined && PROTECTED_BRANCHES.has(an.env.currentBranch));
+  if (hit) return finding("deny", "hard-deny", `git force-pushes to the protected branch ${hit === "HEAD" ? an.env.currentBranch : hit}`);
+  if (forceFlag || plusRefs.length > 0) return finding("review", "force-push", "git force-push rewrites shared history");
+  if (hasFlag(args, "d", ["--delete", "--prune"]) || refspecs.some((r) => r.value?.startsWith(":")))
+    return finding("review", "destructive", "git push deletes remote refs");
+  return finding("contain", "network", "git push sends commits to a remote");
+}
+
+function config(args: readonly Arg[]): Finding {
+  const scopeFlags = ["--global", "--system", "--file", "-f", "--blob"];
+  const scope = args.find((a) => a.value !== null && scopeFlags.includes(a.value.split("=")[0]!))?.value;
+  const reading = args.some((a) =>
+    ["--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "--show-origin", "--show-scope", "--name-only", "get", "list"].includes(a.value ?? ""),
+  );
+  const ops = operands(args, ["--file", "-f", "--blob", "--type", "--default", "--comment"]).filter((a) => !["get", "set", "unset", "list"].includes(a.value ?? ""));
+  if (reading || ops.length === 1) return finding("read", "read-only", "git reads its configuration");
+  if (scope) return finding("review", "git-config", `git changes ${scope === "--global" || scope === "--system" ? "the user's global" : "another"} configuration`);
+  const key = ops[0];
+  if (!key || key.value === null) return finding("review", "git-config", "git changes a configuration key only known at run time");
+  return configKeyFinding(key.value, "");
+}
+
+function checkout(args: readonly Arg[], an: Analyzer): Finding {
+  const dd = args.findIndex((a) => a.value === "--");
+  if (dd >= 0 && dd < args.length - 1) return finding("review", "destructive", "git checkout -- <paths> discards uncommitted changes");
+  if (hasFlag(args, "f", ["--force", "--theirs", "--ours", "--patch"]) || args.some((a) => a.value === "."))
+    return finding("review", "destructive", "git checkout overwrites uncommitted changes");
+  if (hasFlag(args, "bB", ["--orphan", "--detach"])) return finding("git-local", "git-local", "git checkout switches branches");
+  // `git checkout <path>` discards changes to that path; a name that exists as a file is a path.
+  for (const a of operands(args, ["-b", "-B", "--orphan", "--conflict"])) {
+    if (a.value === null) return finding("review", "destructive", "git checkout of a target only known at run time");
+    if ((locate(an.state, a.value) ?? []).some((p) => p.exists)) return finding("review", "destructive", `git checkout ${a.value} discards changes to that path`);
+  }
+  return finding("git-local", "git-local", "git checkout switches branches");
+}
+
+function subcommand(sub: string, args: readonly Arg[], an: Analyzer, inv: Invocation): Finding[] {
+  const has = (short: string, long: string[] = []) => hasFlag(args, short, long);
+  const first = args[0]?.value;
+  switch (sub) {
+    case "push":
+      return [push(args, an)];
+    case "config":
+      return [config(args)];
+    case "checkout":
+      return [checkout(args, an)];
+    case "restore":
+      return has("W", ["--worktree"]) || !has("S", ["--staged"])
+        ? [finding("review", "destructive", "git restore discards uncommitted changes")]
+        : [finding("git-local", "git-local", "git restore --staged unstages files")];
+    case "reset":
+      return has("", ["--hard", "--merge", "--keep"])
+        ? [finding("review", "destructive", "git reset --hard discards commits and uncommitted work")]
+        : [finding("git-local", "git-local", "git reset moves the branch, keeping the work tree")];
+    case "clean":
+      return has("n", ["--dry-run"])
+        ? [finding("read", "read-only", "git clean --dry-run lists files")]
+        : [finding("review", "destructive", "git clean deletes untracked (and ignored) work")];
+    case "stash":
+      if (first === "drop" || first === "clear") return [finding("review", "destructive", `git stash ${first} deletes stashed work`)];
+      if (first === "list" || first === "show") return [finding("read", "read-only", "git lists stashes")];
+      return [finding("git-local", "git-local", "git stash keeps work recoverable")];
+    case "branch":
+      if (has("D", []) || (has("d", ["--delete"]) && has("f", ["--force"])))
+        return [finding("review", "destructive", "git branch -D deletes a branch that may hold unmerged work")];
+      if (args.length === 0 || has("alrv", ["--list", "--all", "--remotes", "--show-current", "--contains", "--merged", "--no-merged", "--verbose"]) && !has("mcdMC", ["--move", "--copy", "--delete", "--set-upstream-to", "--unset-upstream"]))
+        return [finding("read", "read-only", "git lists branches")];
+      return [finding("git-local", "git-local", "git changes a local branch")];
+    case "tag":
+      return args.length === 0 || has("ln", ["--list", "--contains", "--points-at", "--merged"])
+        ? [finding("read", "read-only", "git lists tags")]
+        : [finding("git-local", "git-local", "git changes a local tag")];
+    case "remote":
+      if (args.length === 0 || ["-v", "--verbose", "show", "get-url"].includes(first ?? "")) return [finding("read", "read-only", "git lists remotes")];
+      if (first === "update" || first === "prune") return [finding("contain", "network", `git remote ${first} contacts remotes`)];
+      return [finding("git-local", "git-local", "git changes the remote list")];
+    case "reflog":
+      return first === "expire" || first === "delete"
+        ? [finding("review", "destructive", "git reflog expire drops the history that recovers lost work")]
+        : [finding("read", "read-only", "git reads the reflog")];
+    case "gc":
+      return args.some((a) => /^--prune=(now|all)/.test(a.value ?? ""))
+        ? [finding("review", "destructive", "git gc --prune=now deletes unreachable objects immediately")]
+        : [finding("git-local", "git-local", "git packs its objects")];
+    case "worktree":
+      if (first === "list") return [finding("read", "read-only", "git lists worktrees")];
+      if (first === "remove" && has("f", ["--force"])) return [finding("review", "destructive", "git worktree remove --force deletes uncommitted work")];
+      return [finding("git-local", "git-local", "git manages worktrees")];
+    case "submodule":
+      if (first === "foreach") {
+        const script = args.slice(1).filter((a) => a.value !== "--recursive" && a.value !== "-q" && a.value !== "--quiet");
+        if (script.some((a) => a.value === null)) return [finding("review", "dynamic-command", "git submodule foreach runs a command only known at run time")];
+        return an.script(script.map((a) => a.value).join(" "), "git submodule foreach");
+      }
+      if (first === "status" || first === "summary" || args.length === 0) return [finding("read", "read-only", "git lists submodules")];
+      return [finding("contain", "network", "git submodule fetches other repositories")];
+    case "bisect":
+      if (first === "run") return [finding("git-local", "git-local", "git bisect"), ...an.argv(args.slice(1), inv.source, false)];
+      return [finding("git-local", "git-local", "git bisect")];
+    case "rebase": {
+      const execs = args.flatMap((a, i) => (a.value === "-x" || a.value === "--exec" ? [args[i + 1]] : a.value?.startsWith("--exec=") ? [staticArg(a.value.slice(7))] : []));
+      const nested = execs.flatMap((e) => (e?.value ? an.script(e.value, "git rebase --exec") : [finding("review", "dynamic-command", "git rebase --exec runs a command only known at run time")]));
+      return [finding("git-local", "git-local", "git rebase rewrites local history"), ...nested];
+    }
+    case "rm":
+      return [finding("git-local", "git-local", "git rm removes tracked files (recoverable from history)")];
+    default: {
+      const table = SUBCOMMANDS.get("git")!;
+      const cls = table.byName.get(sub) ?? table.fallback;
+      const reason = cls === "read" ? "read-only" : cls === "git-local" ? "git-local" : cls === "review" ? "destructive" : "network";
+      return [finding(cls, reason, cls === "contain" && !table.byName.has(sub) ? `git ${sub} is not a known subcommand (an alias may run anything)` : `git ${sub}`)];
+    }
+  }
+}
+
+export const git: Handler = (inv, an) => {
+  const out: Finding[] = [];
+  let i = 0;
+  let elsewhere = false;
+  for (; i < inv.args.length; i++) {
+    const a = inv.args[i]!;
+    const v = a.value;
+    if (v === null) return [finding("review", "dynamic-command", "git with an option or subcommand only known at run time")];
+    if (!v.startsWith("-")) break;
+    const name = v.split("=")[0]!;
+    const value = v.includes("=") && name !== "-c" ? staticArg(v.slice(name.length + 1)) : GLOBAL_VALUE_OPTIONS.has(v) ? inv.args[++i] : undefined;
+    if (name === "-c") {
+      const kv = v === "-c" ? value?.value : v.slice(2);
+      if (kv === null || kv === undefined) return [finding("review", "git-config", "git -c with a setting only known at run time")];
+      out.push(configKeyFinding(kv.split("=")[0]!, " for one command"));
+    } else if (name === "-C" || name === "--git-dir" || name === "--work-tree") {
+      const located = value?.value ? locate(an.state, value.value) : null;
+      if (!located || !located.every((p) => isWithin(an.env.places.workspace, p.real))) elsewhere = true;
+    } else if (name === "--exec-path" && value) {
+      out.push(finding("review", "git-config", "git --exec-path runs git helpers from another directory"));
+    }
+  }
+  const sub = inv.args[i]?.value;
+  if (sub === undefined) return [finding("read", "read-only", "git prints its usage"), ...out];
+  if (sub === null) return [finding("review", "dynamic-command", "git subcommand only known at run time")];
+  const found = subcommand(sub, inv.args.slice(i + 1), an, inv);
+  // Local git writes are only trusted outside the sandbox for the workspace repository, and
+  // only while its hooks cannot be rewritten by the agent without review.
+  const outsideCwd = an.state.cwds.some((c) => c === null || !isWithin(an.env.places.workspace, c));
+  const demote = elsewhere || outsideCwd || an.env.gitHooksWritable || !existsSync(an.env.places.workspace);
+  for (const f of found) {
+    if (f.cls === "git-local" && demote)
+      out.push(finding("contain", "sandboxed", `${f.detail}, in a repository or with hooks the gate cannot vouch for`));
+    else out.push(f);
+  }
+  return out;
+};

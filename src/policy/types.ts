@@ -1,0 +1,94 @@
+// The vocabulary of a decision. Closed unions: a route or reason that is not listed here
+// cannot be produced, so every consumer (status, audit, eval, CLI) can switch exhaustively.
+
+export type Route = "allow" | "sandbox" | "review" | "deny";
+
+/** What runs bash calls: a real OS sandbox, nothing (every risky call is reviewed), or a broken sandbox. */
+export type Backend = "sandboxed" | "review-only" | "unavailable";
+
+export const BACKENDS: readonly Backend[] = ["sandboxed", "review-only", "unavailable"];
+
+/**
+ * Effect classes of one simple shell command, from harmless to catastrophic. A whole command
+ * takes the strictest class of its parts (the highest rank).
+ */
+export type CommandClass =
+  | "read" // only reads; no writes, no network
+  | "workspace-write" // writes statically known paths inside the writable roots
+  | "cleanup" // deletes regenerable output (node_modules, dist, ...) inside the workspace
+  | "git-local" // git writing its own metadata (commit, stash, branch): must run outside the sandbox
+  | "trusted" // matched a user allow rule: runs without review, outside the sandbox
+  | "build" // runs the project's declared build/test/format entry points
+  | "contain" // harmless only inside the sandbox: network, writes outside, inline or unknown code
+  | "review" // harmful even inside the sandbox: needs a reviewer's judgment
+  | "deny"; // catastrophic or self-disabling: never runs
+
+export const CLASS_RANK: Readonly<Record<CommandClass, number>> = {
+  read: 0,
+  "workspace-write": 1,
+  cleanup: 1,
+  "git-local": 2,
+  trusted: 2,
+  build: 3,
+  contain: 4,
+  review: 5,
+  deny: 6,
+};
+
+export function stricter(a: CommandClass, b: CommandClass): CommandClass {
+  return CLASS_RANK[b] > CLASS_RANK[a] ? b : a;
+}
+
+/** Stable reason codes: scripts and the eval read these, so they never change meaning. */
+export type ReasonCode =
+  // allow
+  | "read-only"
+  | "workspace-write"
+  | "regenerable-cleanup"
+  | "git-local"
+  | "build-test"
+  | "gated-container"
+  | "user-allow-rule"
+  // sandbox
+  | "sandboxed"
+  // review
+  | "protected-path"
+  | "outside-writable-roots"
+  | "identity-secret"
+  | "secret-egress"
+  | "persistence"
+  | "destructive"
+  | "remote-code"
+  | "dynamic-command"
+  | "privilege"
+  | "foreign-process"
+  | "force-push"
+  | "git-config"
+  | "network"
+  | "inline-code"
+  | "unknown-command"
+  | "unknown-tool"
+  | "malformed-input"
+  | "shell-unparseable"
+  | "user-review-rule"
+  // deny
+  | "hard-deny"
+  | "self-protection"
+  | "user-deny-rule"
+  | "unsupported-input"
+  | "config-fault"
+  | "sandbox-unavailable"
+  | "no-reviewer"
+  | "gate-error";
+
+/** The outcome of the deterministic layers for one tool call. */
+export interface Decision {
+  readonly route: Route;
+  readonly reason: ReasonCode;
+  /** One human sentence: shown to the model on denial and to the user in check/eval output. */
+  readonly message: string;
+}
+
+export function decision(route: Route, reason: ReasonCode, message: string): Decision {
+  return { route, reason, message };
+}
