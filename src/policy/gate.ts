@@ -25,11 +25,26 @@ export interface GateContext {
   readonly judge: JudgeContext;
 }
 
+// Places cost dozens of realpath calls; they only change with the setup, so keep a few.
+const placesCache = new Map<string, Places>();
+const PLACES_CACHE_SIZE = 16;
+
+function cachedPlaces(setup: GateSetup, tmpRoot: string): Places {
+  const key = JSON.stringify([setup.cwd, tmpRoot, setup.home, setup.agentDir, setup.selfPaths]);
+  let places = placesCache.get(key);
+  if (!places) {
+    places = buildPlaces({ workspace: setup.cwd, tmpRoot, home: setup.home, agentDir: setup.agentDir, selfPaths: setup.selfPaths });
+    if (placesCache.size >= PLACES_CACHE_SIZE) placesCache.delete(placesCache.keys().next().value!);
+    placesCache.set(key, places);
+  }
+  return places;
+}
+
 /** Build what a decision needs for one cwd: the places, the repository facts, the configuration. */
 export function prepareGate(setup: GateSetup): GateContext {
   const config = loadPolicyConfig({ agentDir: setup.agentDir, cwd: setup.cwd, home: setup.home });
   const tmpRoot = (config.ok ? config.config.tmpRoot : undefined) ?? setup.defaultTmpRoot;
-  const places: Places = buildPlaces({ workspace: setup.cwd, tmpRoot, home: setup.home, agentDir: setup.agentDir, selfPaths: setup.selfPaths });
+  const places = cachedPlaces(setup, tmpRoot);
   const repo = inspectRepository(places);
   const shell: ShellEnv = { places, cwd: setup.cwd, home: setup.home, ...repo };
   return { setup, config, judge: { places, shell, protectedGlobs: config.ok ? config.config.protectedPaths : [] } };

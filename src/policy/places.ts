@@ -192,8 +192,8 @@ export function containsIdentitySecret(places: Places, lexical: string, real: st
 
 function hasOtherHardLinks(p: string): boolean {
   try {
-    const st = statSync(p);
-    return st.isFile() && st.nlink > 1;
+    const st = statSync(p, { throwIfNoEntry: false });
+    return st !== undefined && st.isFile() && st.nlink > 1;
   } catch {
     return false;
   }

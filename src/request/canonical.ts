@@ -63,8 +63,9 @@ export function buildRequest(tool: string, input: unknown, cwd: string, home: st
     // A path Pi could not open either (NUL byte, bad file URL, symlink loop): judged as malformed input.
     paths = [];
   }
-  const canonical = canonicalJson({ cwd, input, paths: paths.map((p) => ({ ...p })), tool }, { ...limits, maxBytes: limits.maxBytes * 2, maxDepth: limits.maxDepth + 2 });
-  if (!canonical.ok) return { ok: false, reason: canonical.reason };
-  const hash = createHash("sha256").update(canonical.text).digest("hex") as RequestHash;
-  return { ok: true, request: { tool, input, cwd, paths, canonical: canonical.text, hash } };
+  // Keys in sorted order; the input's canonical text is spliced in rather than serialized twice.
+  const pathsJson = `[${paths.map((p) => `{"exists":${p.exists},"lexical":${JSON.stringify(p.lexical)},"raw":${JSON.stringify(p.raw)},"real":${JSON.stringify(p.real)}}`).join(",")}]`;
+  const canonical = `{"cwd":${JSON.stringify(cwd)},"input":${inputJson.text},"paths":${pathsJson},"tool":${JSON.stringify(tool)}}`;
+  const hash = createHash("sha256").update(canonical).digest("hex") as RequestHash;
+  return { ok: true, request: { tool, input, cwd, paths, canonical, hash } };
 }

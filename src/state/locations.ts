@@ -1,7 +1,8 @@
 // Where auto mode keeps its own files under Pi's agent directory. Every tool call that would
 // write one of them is denied statically: the agent must not be able to switch its gate off.
 
-import { homedir } from "node:os";
+import { mkdirSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { USER_CONFIG_FILE } from "../policy/config/load.ts";
 
@@ -17,4 +18,12 @@ export function agentDirFromEnv(env: NodeJS.ProcessEnv = process.env, home: stri
 
 export function selfPaths(agentDir: string): string[] {
   return [join(agentDir, USER_CONFIG_FILE), join(agentDir, STATE_DIR_NAME)];
+}
+
+/** The default temporary writable root: one private folder per user, not the whole system temp dir. */
+export function defaultTmpRoot(): string {
+  const uid = typeof process.getuid === "function" ? process.getuid() : "user";
+  const dir = join(tmpdir(), `pi-auto-mode-${uid}`);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return dir;
 }

@@ -1,0 +1,47 @@
+// pi-auto-mode's Pi extension: lifecycle wiring only. Decisions live in policy/, state in state/.
+
+import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
+import { getAgentDir } from "@earendil-works/pi-coding-agent";
+import { DECISION_ENTRY_TYPE } from "./audit/decision-record.ts";
+import { registerPermCommands } from "./commands/perm.ts";
+import { loadPolicyConfig } from "./policy/config/load.ts";
+import { processGlobalState } from "./state/global.ts";
+import { createRuntimeState } from "./state/runtime-state.ts";
+import { MODE_ENTRY_TYPE, restoredMode, type ModeEntry } from "./state/session.ts";
+import { createToolCallGate } from "./tools/tool-call-gate.ts";
+import { showStatus } from "./ui/status.ts";
+import { homedir } from "node:os";
+
+export default function autoMode(pi: ExtensionAPI): void {
+  // The OS sandbox lands in a later issue; until then every bash call is judged as review-only.
+  const runtime = createRuntimeState(processGlobalState(), () => "review-only");
+
+  const refresh = (ctx: ExtensionContext) => {
+    const health = loadPolicyConfig({ agentDir: getAgentDir(), cwd: ctx.cwd, home: homedir() }).ok ? "ok" : "fault";
+    showStatus(ctx.ui, runtime.label(health));
+  };
+
+  pi.on("session_start", (event, ctx) => {
+    const entries = ctx.sessionManager.getBranch().flatMap((e) => (e.type === "custom" ? [{ customType: e.customType, data: e.data }] : []));
+    const mode = restoredMode(event.reason, entries);
+    runtime.setRequested(mode);
+    // A fresh runtime on an old session file must not inherit "unrestricted" on a later reload.
+    const last = [...entries].reverse().find((e) => e.customType === MODE_ENTRY_TYPE);
+    if (event.reason !== "reload" && last && (last.data as ModeEntry | undefined)?.mode !== "auto") pi.appendEntry<ModeEntry>(MODE_ENTRY_TYPE, { mode: "auto" });
+    refresh(ctx);
+  });
+
+  pi.on(
+    "tool_call",
+    createToolCallGate({
+      runtime,
+      agentDir: getAgentDir,
+      record: (r, ctx) => {
+        pi.appendEntry(DECISION_ENTRY_TYPE, r);
+        refresh(ctx);
+      },
+    }),
+  );
+
+  registerPermCommands(pi, { runtime, refresh });
+}

@@ -1,0 +1,47 @@
+// The effective mode: a total function of everything that decides it, so the status line can
+// never claim more protection than the gate gives (P2, P16).
+
+import type { Backend } from "../policy/types.ts";
+
+export type RequestedMode = "auto" | "unrestricted";
+export type ConfigHealth = "ok" | "fault";
+
+export type EffectiveMode =
+  | "off"
+  | "unrestricted"
+  | "auto-config-fault"
+  | "auto-sandbox-unavailable"
+  | "auto-review-only"
+  | "auto";
+
+export interface ModeInputs {
+  readonly enabled: boolean;
+  readonly configHealth: ConfigHealth;
+  readonly requested: RequestedMode;
+  readonly reviewerConfigured: boolean;
+  readonly backend: Backend;
+}
+
+export const STATUS_LABELS: Readonly<Record<EffectiveMode, string>> = {
+  off: "Off",
+  unrestricted: "Unrestricted",
+  "auto-config-fault": "Auto (configuration fault)",
+  "auto-sandbox-unavailable": "Auto (sandbox unavailable)",
+  "auto-review-only": "Auto (review-only)",
+  auto: "Auto",
+};
+
+export function effectiveMode(m: ModeInputs): EffectiveMode {
+  if (!m.enabled) return "off";
+  // A broken configuration outranks an unrestricted request: the user cannot be sure what they chose.
+  if (m.configHealth === "fault") return "auto-config-fault";
+  if (m.requested === "unrestricted") return "unrestricted";
+  if (m.backend === "unavailable") return "auto-sandbox-unavailable";
+  if (m.backend === "review-only") return "auto-review-only";
+  return "auto";
+}
+
+export function statusLabel(m: ModeInputs): string {
+  const label = STATUS_LABELS[effectiveMode(m)];
+  return m.enabled && m.requested === "auto" && !m.reviewerConfigured && m.configHealth === "ok" ? `${label} · no reviewer` : label;
+}

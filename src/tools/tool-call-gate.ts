@@ -1,0 +1,77 @@
+// The `tool_call` edge: every tool call, including codemode's inner calls, passes here (P1).
+
+import { homedir } from "node:os";
+import type { ExtensionContext, ToolCallEvent, ToolCallEventResult } from "@earendil-works/pi-coding-agent";
+import { decisionRecord, type DecisionRecord, type Outcome } from "../audit/decision-record.ts";
+import { decide, prepareGate, type GateResult } from "../policy/gate.ts";
+import type { Decision } from "../policy/types.ts";
+import type { RuntimeState } from "../state/runtime-state.ts";
+import { defaultTmpRoot, selfPaths } from "../state/locations.ts";
+import type { EffectiveMode } from "../state/effective.ts";
+
+export interface GateDeps {
+  readonly runtime: RuntimeState;
+  readonly agentDir: () => string;
+  /** Called once per decided call, for the audit entry and the status line. */
+  readonly record: (r: DecisionRecord, ctx: ExtensionContext) => void;
+}
+
+/** Decisions that hold even in an unrestricted runtime: wiping disks, disabling the gate itself. */
+const ALWAYS_DENIED = new Set(["hard-deny", "self-protection"]);
+
+function deepFreeze(v: unknown): void {
+  if (typeof v !== "object" || v === null || Object.isFrozen(v)) return;
+  Object.freeze(v);
+  for (const child of Object.values(v)) deepFreeze(child);
+}
+
+export function denialText(d: Decision): string {
+  const head = "Denied by auto mode's automatic policy (not by the user).";
+  const tail = "Do not retry this action in another form or route around it; take a different approach, or ask the user to run it themselves.";
+  if (d.route === "review")
+    return `${head} This call needs a reviewer model's judgment and no reviewer is configured yet (the user can set one with /perm-auto-model). ${d.message} ${tail}`;
+  if (d.route === "sandbox") return `${head} This call must run inside the OS sandbox, which is not available. ${d.message} ${tail}`;
+  return `${head} ${d.message} ${tail}`;
+}
+
+export function createToolCallGate(deps: GateDeps) {
+  let tmpRoot: string | undefined;
+  return async (event: ToolCallEvent, ctx: ExtensionContext): Promise<ToolCallEventResult | undefined> => {
+    const runtime = deps.runtime;
+    if (!runtime.global.read().enabled) return undefined;
+    tmpRoot ??= defaultTmpRoot();
+    const agentDir = deps.agentDir();
+    const gate = prepareGate({ cwd: ctx.cwd, home: homedir(), agentDir, defaultTmpRoot: tmpRoot, selfPaths: selfPaths(agentDir) });
+    const result: GateResult = decide(event.toolName, event.input, gate, runtime.backend());
+    const mode = runtime.effective(gate.config.ok ? "ok" : "fault");
+    const outcome = outcomeFor(result.decision, mode);
+    deps.record(
+      decisionRecord(
+        {
+          toolCallId: event.toolCallId,
+          parentToolCallId: event.parentToolCallId,
+          tool: event.toolName,
+          mode,
+          route: result.decision.route,
+          reason: result.decision.reason,
+          outcome,
+          hash: result.request?.hash,
+          message: result.decision.message,
+        },
+        Date.now(),
+      ),
+      ctx,
+    );
+    if (outcome === "denied") return { block: true, reason: denialText(result.decision) };
+    // What was judged is what runs: a later extension that rewrites the input now throws, which blocks the call.
+    deepFreeze(event.input);
+    return undefined;
+  };
+}
+
+function outcomeFor(d: Decision, mode: EffectiveMode): Outcome {
+  if (mode === "unrestricted") return d.route === "deny" && ALWAYS_DENIED.has(d.reason) ? "denied" : "allowed";
+  if (d.route === "allow") return "allowed";
+  // Until the reviewer and the sandbox executor exist, review and sandbox routes cannot run (P5).
+  return "denied";
+}
