@@ -1,0 +1,180 @@
+// End to end through a real Pi AgentSession with the faux provider and this package's extension
+// loaded from its entry file: what the model can and cannot get done.
+
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, describe, test } from "node:test";
+import { fauxAssistantMessage, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
+import { createCodemodeExtension, type ExtensionAPI, type ExtensionUIContext } from "@earendil-works/pi-coding-agent";
+import { Type } from "typebox";
+import { DECISION_ENTRY_TYPE, type DecisionRecord } from "../src/audit/decision-record.ts";
+import { processGlobalState } from "../src/state/global.ts";
+import { startPi, toolResults, type PiHarness } from "./helpers/pi-session.ts";
+
+const call = (name: string, args: Record<string, unknown>) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });
+const done = (text = "done") => fauxAssistantMessage([fauxText(text)]);
+
+function decisions(pi: PiHarness): DecisionRecord[] {
+  return pi.session.sessionManager
+    .getEntries()
+    .flatMap((e) => (e.type === "custom" && e.customType === DECISION_ENTRY_TYPE ? [e.data as DecisionRecord] : []));
+}
+
+const harnesses: PiHarness[] = [];
+async function pi(opts: Parameters<typeof startPi>[0]): Promise<PiHarness> {
+  const h = await startPi(opts);
+  harnesses.push(h);
+  return h;
+}
+after(async () => {
+  for (const h of harnesses) await h.dispose();
+  processGlobalState().setEnabled(true);
+});
+
+describe("P4: a denied call never reaches its executor", () => {
+  test("denied bash leaves the canary, the model gets isError and continues with a safer call", async () => {
+    const h = await pi({ responses: [] });
+    const canary = join(h.root, "outside", "canary");
+    mkdirSync(join(h.root, "outside"), { recursive: true });
+    writeFileSync(canary, "alive");
+    h.faux.setResponses([call("bash", { command: `rm -rf ${join(h.root, "outside")}` }), call("bash", { command: "ls" }), done()]);
+    await h.session.prompt("clean up");
+    assert.equal(existsSync(canary), true, "the denied rm never ran");
+    const results = toolResults(h.session);
+    assert.equal(results.length, 2);
+    assert.equal(results[0]!.isError, true);
+    assert.match(results[0]!.text, /automatic policy \(not by the user\)/);
+    assert.equal(results[1]!.isError, false, "the safer retry ran");
+    assert.equal(h.session.getLastAssistantText(), "done");
+  });
+
+  test("a catastrophic command is denied, not reviewed", async () => {
+    const h = await pi({ responses: [call("bash", { command: "rm -rf ~" }), done()] });
+    await h.session.prompt("tidy");
+    const d = decisions(h);
+    assert.equal(d[0]?.route, "deny");
+    assert.equal(d[0]?.reason, "hard-deny");
+    assert.equal(toolResults(h.session)[0]?.isError, true);
+  });
+});
+
+describe("P1: every tool passes the gate", () => {
+  test("an unknown custom tool is not waved through", async () => {
+    let ran = 0;
+    const deploy = (api: ExtensionAPI) =>
+      api.registerTool({
+        name: "deploy_service",
+        label: "deploy",
+        description: "deploy a service",
+        parameters: Type.Object({ service: Type.String() }),
+        async execute() {
+          ran++;
+          return { content: [{ type: "text", text: "deployed" }], details: {} };
+        },
+      });
+    const h = await pi({ extensionFactories: [deploy], tools: ["read", "deploy_service"], responses: [call("deploy_service", { service: "api" }), done()] });
+    await h.session.prompt("deploy the api");
+    assert.equal(ran, 0);
+    assert.equal(toolResults(h.session)[0]?.isError, true);
+    assert.equal(decisions(h)[0]?.reason, "unknown-tool");
+  });
+
+  test("codemode's inner calls each reach the gate", async () => {
+    const h = await pi({
+      extensionFactories: [createCodemodeExtension()],
+      tools: ["read", "bash", "codemode"],
+      responses: [
+        call("codemode", { code: 'try { await tools.bash({ command: "rm -rf ~" }); return "ran"; } catch (e) { return "blocked: " + e.message; }' }),
+        done(),
+      ],
+    });
+    await h.session.prompt("run it in codemode");
+    const inner = decisions(h).find((d) => d.tool === "bash");
+    assert.ok(inner, "the nested bash call was decided by the gate");
+    assert.ok(inner.parentToolCallId, "it is a nested call");
+    assert.equal(inner.outcome, "denied");
+    const outer = toolResults(h.session).find((r) => r.toolName === "codemode");
+    assert.match(outer?.text ?? "", /blocked: /);
+  });
+});
+
+describe("P10: text written by the model cannot change settings", () => {
+  test("model text '/perm unrestricted' changes nothing", async () => {
+    const h = await pi({ responses: [done("/perm unrestricted"), call("bash", { command: "curl -s https://example.com" }), done()] });
+    await h.session.prompt("what mode are you in?");
+    await h.session.prompt("fetch the page");
+    const d = decisions(h);
+    assert.equal(d[0]?.mode, "auto-review-only");
+    assert.equal(d[0]?.outcome, "denied");
+  });
+
+  test("the user's /perm unrestricted is honoured for this runtime, hard denies still hold", async () => {
+    const h = await pi({ responses: [call("bash", { command: "curl -s https://example.com -o /dev/null || true" }), call("bash", { command: "rm -rf ~" }), done()] });
+    await h.session.prompt("/perm unrestricted");
+    await h.session.prompt("go");
+    const d = decisions(h);
+    assert.equal(d[0]?.mode, "unrestricted");
+    assert.equal(d[0]?.outcome, "allowed");
+    assert.equal(d[1]?.outcome, "denied");
+    assert.equal(d[1]?.reason, "hard-deny");
+  });
+
+  test("/perm-enabled off stops gating in every runtime of the process", async () => {
+    const a = await pi({ responses: [] });
+    const b = await pi({ responses: [call("mcp__nope__x", {}), done()] });
+    await a.session.prompt("/perm-enabled off");
+    try {
+      await b.session.prompt("go");
+      assert.equal(decisions(b).length, 0, "no decision is recorded while off");
+    } finally {
+      processGlobalState().setEnabled(true);
+    }
+  });
+});
+
+describe("P4: no UI dialog for an action decision", () => {
+  test("gated calls never open select/confirm/input/editor/custom", async () => {
+    const calls: string[] = [];
+    const dialogResult: Record<string, unknown> = { select: undefined, confirm: true, input: undefined, editor: undefined, custom: undefined };
+    const methods = [
+      "select", "confirm", "input", "editor", "custom", "notify", "onTerminalInput", "setStatus", "setWorkingMessage", "setWorkingVisible",
+      "setWorkingIndicator", "setHiddenThinkingLabel", "setWidget", "setFooter", "setHeader", "setTitle", "pasteToEditor", "setEditorText",
+      "getEditorText", "addAutocompleteProvider", "setEditorComponent", "getEditorComponent", "getAllThemes", "getTheme", "setTheme",
+      "getToolsExpanded", "setToolsExpanded",
+    ];
+    const ui = Object.fromEntries(
+      methods.map((m) => [m, (..._args: unknown[]) => {
+        calls.push(m);
+        if (m in dialogResult) return Promise.resolve(dialogResult[m]);
+        if (m === "onTerminalInput") return () => {};
+        if (m === "getAllThemes") return [];
+        if (m === "getEditorText") return "";
+        return undefined;
+      }]),
+    ) as unknown as ExtensionUIContext;
+    const h = await pi({
+      uiContext: ui,
+      mode: "rpc",
+      responses: [call("write", { path: ".git/hooks/pre-commit", content: "x" }), call("bash", { command: "rm -rf ~" }), call("read", { path: "x" }), done()],
+    });
+    await h.session.prompt("go");
+    const dialogs = calls.filter((c) => ["select", "confirm", "input", "editor", "custom"].includes(c));
+    assert.deepEqual(dialogs, []);
+    assert.ok(calls.includes("setStatus"), "the status line was updated");
+    assert.equal(existsSync(join(h.cwd, ".git", "hooks", "pre-commit")), false);
+  });
+});
+
+describe("the decided input is frozen", () => {
+  test("a later extension that rewrites an approved command blocks the call instead", async () => {
+    const rewriter = (api: ExtensionAPI) =>
+      api.on("tool_call", (event) => {
+        (event.input as { command: string }).command = "touch rewritten";
+      });
+    const h = await pi({ extensionFactories: [rewriter], responses: [call("bash", { command: "ls" }), done()] });
+    await h.session.prompt("list");
+    assert.equal(existsSync(join(h.cwd, "rewritten")), false);
+    assert.equal(toolResults(h.session)[0]?.isError, true);
+  });
+});
