@@ -178,3 +178,31 @@ describe("the decided input is frozen", () => {
     assert.equal(toolResults(h.session)[0]?.isError, true);
   });
 });
+
+describe("P2: modes across runtime lifecycles", () => {
+  test("reload restores unrestricted; resuming the same session file in a new runtime starts in auto", async () => {
+    const { SessionManager } = await import("@earendil-works/pi-coding-agent");
+    const { makeRoot } = await import("./helpers/pi-session.ts");
+    const dirs = makeRoot();
+    const sessionDir = join(dirs.root, "sessions");
+    const first = await pi({ root: dirs.root, cwd: dirs.cwd, sessionManager: SessionManager.create(dirs.cwd, sessionDir), responses: [] });
+    await first.session.prompt("/perm unrestricted");
+    await first.session.reload();
+    first.faux.setResponses([call("bash", { command: "curl -s https://example.com -o /dev/null || true" }), done()]);
+    await first.session.prompt("fetch");
+    assert.equal(decisions(first).at(-1)?.mode, "unrestricted", "reload keeps the same logical runtime");
+
+    const file = first.session.sessionManager.getSessionFile();
+    assert.ok(file);
+    const resumed = await pi({ root: dirs.root, cwd: dirs.cwd, sessionManager: SessionManager.open(file, sessionDir), responses: [call("bash", { command: "curl -s https://example.com" }), done()] });
+    await resumed.session.prompt("fetch again");
+    const last = decisions(resumed).at(-1);
+    assert.equal(last?.mode, "auto-review-only", "a resumed session is a new runtime");
+    assert.equal(last?.outcome, "denied");
+    // and a reload of the resumed runtime does not resurrect the old runtime's unrestricted mode
+    await resumed.session.reload();
+    resumed.faux.setResponses([call("bash", { command: "curl -s https://example.com" }), done()]);
+    await resumed.session.prompt("once more");
+    assert.equal(decisions(resumed).at(-1)?.mode, "auto-review-only");
+  });
+});
