@@ -2,7 +2,7 @@
 
 import { basename } from "node:path";
 import { isRegenerableName, isWithin } from "../../places.ts";
-import { judgeRead, judgeWrite, locate, type ShellEnv } from "../env.ts";
+import { expandGlob, judgeRead, judgeWrite, locate, type ShellEnv } from "../env.ts";
 import { finding, type Finding } from "../finding.ts";
 import { DYNAMIC, hasFlag, operands, optionValues, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
 import type { Arg } from "../parse.ts";
@@ -60,6 +60,11 @@ function destroys(verb: string, recursiveFlags: { short: string; long: string[] 
 
 function judgeDestroy(env: ShellEnv, an: Analyzer, t: Arg, verb: string, recursive: boolean, alwaysReview: boolean): Finding {
   if (t.value === null) return finding("review", "destructive", `${verb} removes ${t.text}, a path only known at run time`);
+  // A directory that contains the workspace (`..`, the home dir) takes the workspace with it,
+  // and the sandbox cannot stop that part: the workspace is writable inside it.
+  const candidates = (t.glob ? expandGlob(an.state, t.value)?.slice(0, -1) : locate(an.state, t.value)) ?? [];
+  const containing = candidates.find((p) => (t.glob || p.real !== env.places.workspace) && isWithin(p.real, env.places.workspace));
+  if (containing && (recursive || alwaysReview)) return finding("review", "destructive", `${verb} removes ${t.value}, which contains the whole workspace`);
   const where = judgeWrite(env, an.state, t, `${verb} changes`);
   if (where.cls !== "workspace-write") return where;
   if (alwaysReview) return finding("review", "destructive", `${verb} irrecoverably destroys ${t.value}`);
