@@ -38,7 +38,7 @@ const tracker = (pi: ExtensionAPI) => {
   });
 };
 
-const call = (name: string, args: Record<string, unknown>) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });
+const call = (name: string, args: Parameters<typeof fauxToolCall>[1]) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });
 const pi = await startPi({
   root,
   cwd,

@@ -12,7 +12,7 @@ import { DECISION_ENTRY_TYPE, type DecisionRecord } from "../src/audit/decision-
 import { processGlobalState } from "../src/state/global.ts";
 import { startPi, toolResults, type PiHarness } from "./helpers/pi-session.ts";
 
-const call = (name: string, args: Record<string, unknown>) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });
+const call = (name: string, args: Parameters<typeof fauxToolCall>[1]) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });
 const done = (text = "done") => fauxAssistantMessage([fauxText(text)]);
 
 function decisions(pi: PiHarness): DecisionRecord[] {
@@ -168,10 +168,11 @@ describe("P4: no UI dialog for an action decision", () => {
 
 describe("the decided input is frozen", () => {
   test("a later extension that rewrites an approved command blocks the call instead", async () => {
-    const rewriter = (api: ExtensionAPI) =>
+    const rewriter = (api: ExtensionAPI) => {
       api.on("tool_call", (event) => {
         (event.input as { command: string }).command = "touch rewritten";
       });
+    };
     const h = await pi({ extensionFactories: [rewriter], responses: [call("bash", { command: "ls" }), done()] });
     await h.session.prompt("list");
     assert.equal(existsSync(join(h.cwd, "rewritten")), false);

@@ -47,6 +47,7 @@ export function isFriction(expect: Expectation, route: Route): boolean {
 }
 
 const TIMED_RUNS = 5;
+const WARM_UP_ROUNDS = 3;
 
 export function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return 0;
@@ -63,7 +64,8 @@ export function runCases(cases: readonly EvalCase[], backend: Exclude<Backend, "
   const vars = { ws: w.ws, home: w.home, tmp: w.tmp };
   const scored = cases.filter((c) => c.backend === undefined || c.backend === backend);
   const inputs = scored.map((c) => substitute(c.input, vars));
-  inputs.forEach((input, i) => decide(scored[i]!.tool, input, gate, backend)); // warm-up
+  // Warm-up: let the JIT and the file-system caches settle before anything is timed.
+  for (let round = 0; round < WARM_UP_ROUNDS; round++) inputs.forEach((input, i) => decide(scored[i]!.tool, input, gate, backend));
   return scored.map((c, i) => {
     // The median of a few timed runs: one decision's cost without a stray GC pause in it.
     const samples: number[] = [];

@@ -44,9 +44,10 @@ const OTHER_TABLE: Readonly<Record<CommandClass, Route>> = {
   deny: "deny",
 };
 
+/** Details start with a command or tool name, whose case matters (`rm`, not `Rm`): only add the full stop. */
 function sentence(s: string): string {
   const t = s.trim();
-  return t.length === 0 ? t : t[0]!.toUpperCase() + t.slice(1) + (/[.!?]$/.test(t) ? "" : ".");
+  return t + (/[.!?]$/.test(t) ? "" : ".");
 }
 
 function tableRoute(kind: ToolKind, cls: CommandClass, backend: Backend): Route {

@@ -4,7 +4,7 @@
 import { mkdirSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { USER_CONFIG_FILE } from "../policy/config/load.ts";
+import { USER_CONFIG_FILE } from "../policy/config/files.ts";
 
 /** The state directory (durable global state, its lock and temp files). */
 export const STATE_DIR_NAME = "auto-mode";
@@ -20,10 +20,15 @@ export function selfPaths(agentDir: string): string[] {
   return [join(agentDir, USER_CONFIG_FILE), join(agentDir, STATE_DIR_NAME)];
 }
 
-/** The default temporary writable root: one private folder per user, not the whole system temp dir. */
-export function defaultTmpRoot(): string {
+/** Where the default temporary writable root lives: one private folder per user, not the whole system temp dir. */
+export function defaultTmpRootPath(): string {
   const uid = typeof process.getuid === "function" ? process.getuid() : "user";
-  const dir = join(tmpdir(), `pi-auto-mode-${uid}`);
+  return join(tmpdir(), `pi-auto-mode-${uid}`);
+}
+
+/** The default temporary writable root, created (private) if missing. */
+export function defaultTmpRoot(): string {
+  const dir = defaultTmpRootPath();
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   return dir;
 }

@@ -3,13 +3,13 @@
 // Files are re-read only when their stat changes, so this is cheap to call at every gate.
 
 import { readFileSync, statSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { isAbsolute, join, resolve } from "node:path";
 import { Value } from "typebox/value";
 import { ProjectConfigSchema, UserConfigSchema, type ProjectConfig, type RuleSpec, type UserConfig } from "./schema.ts";
+import { PROJECT_CONFIG_FILE, USER_CONFIG_FILE } from "./files.ts";
 import { compileRule, type CompiledRule, type RuleOrigin } from "../rules.ts";
 
-export const USER_CONFIG_FILE = "auto-mode.json";
-export const PROJECT_CONFIG_FILE = join(".pi", "auto-mode.json");
+export { PROJECT_CONFIG_FILE, USER_CONFIG_FILE };
 
 export interface PolicyConfig {
   readonly tmpRoot: string | undefined;
@@ -51,7 +51,9 @@ function readValidated<T>(path: string, schema: typeof UserConfigSchema | typeof
     if (Value.Check(schema, parsed)) result = { kind: "ok", value: parsed as T };
     else {
       const first = [...Value.Errors(schema, parsed)][0];
-      result = { kind: "fault", message: first ? `${first.instancePath || "/"}: ${first.message}` : "does not match the schema" };
+      // typebox reports a key that is not allowed as "schema is false" at the key's own path.
+      const what = first?.message === "schema is false" ? "unknown key" : first?.message;
+      result = { kind: "fault", message: first ? `${first.instancePath || "/"}: ${what}` : "does not match the schema" };
     }
   } catch (e) {
     result = { kind: "fault", message: (e as Error).message };
@@ -100,10 +102,13 @@ export function loadPolicyConfig(loc: ConfigLocation): ConfigResult {
     return { ok: false, path: projectPath, message: `invalid rule: ${(e as Error).message}` };
   }
   const globs = (list: readonly string[] | undefined) => (list ?? []).map((g) => resolve(loc.cwd, expandHome(g, loc.home)));
+  const tmpRoot = u?.tmpRoot === undefined ? undefined : expandHome(u.tmpRoot, loc.home);
+  // A relative root would depend on whatever directory the process happens to run in.
+  if (tmpRoot !== undefined && !isAbsolute(tmpRoot)) return { ok: false, path: userPath, message: `/tmpRoot: must be absolute or start with "~/" (got ${JSON.stringify(u?.tmpRoot)})` };
   return {
     ok: true,
     config: {
-      tmpRoot: u?.tmpRoot ? resolve(expandHome(u.tmpRoot, loc.home)) : undefined,
+      tmpRoot: tmpRoot === undefined ? undefined : resolve(tmpRoot),
       protectedPaths: [...globs(u?.protectedPaths), ...globs(p?.protectedPaths)],
       allow: userRules.allow,
       review: [...userRules.review, ...projectRules.review],

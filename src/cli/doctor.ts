@@ -1,0 +1,159 @@
+// `pi-auto-mode doctor`: what the gate would run with on this machine, and whether it is healthy.
+
+import { existsSync, readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Backend } from "../policy/types.ts";
+import { parseArgs, type CommandSpec } from "./args.ts";
+import { defaultTmpRootPath } from "../state/locations.ts";
+import { EXIT, type Io } from "./io.ts";
+
+export const DOCTOR_HELP = `Usage:
+  pi-auto-mode doctor [--json]
+
+Report the Node and Pi versions, Pi's agent dir ($PI_CODING_AGENT_DIR or ~/.pi/agent),
+the health of the auto-mode configuration (user file in the agent dir, project file
+.pi/auto-mode.json under the current directory), the temporary writable root, the
+backend that runs shell commands and why, and whether a reviewer model is configured.
+
+Options:
+  --json       print one JSON object on the last line
+  -h, --help   show this help
+
+Exit status: 0 when healthy, 1 when the configuration is invalid (the gate then denies
+every call until it is fixed).
+`;
+
+const SPEC: CommandSpec = { flags: { json: "boolean" }, positionals: [], rest: false };
+
+const PI_PACKAGE = "@earendil-works/pi-coding-agent";
+
+interface PackageJson {
+  readonly name?: string;
+  readonly version?: string;
+  readonly engines?: { readonly node?: string };
+  readonly peerDependencies?: Readonly<Record<string, string>>;
+}
+
+/** This package's own package.json: two levels up from src/cli/ and from dist/cli/ alike. */
+export function ownPackage(): PackageJson {
+  return JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as PackageJson;
+}
+
+export interface PiInstall {
+  readonly version: string;
+  readonly path: string;
+}
+
+/** Pi as this package resolves it (the peer dependency), or undefined when it is not installed. */
+export function findPi(): PiInstall | undefined {
+  let entry: string;
+  try {
+    // package.json is not in Pi's "exports", so resolve the entry point and walk up to it.
+    entry = fileURLToPath(import.meta.resolve(PI_PACKAGE));
+  } catch {
+    return undefined;
+  }
+  for (let dir = dirname(entry); ; dir = dirname(dir)) {
+    const file = join(dir, "package.json");
+    if (existsSync(file)) {
+      try {
+        const pkg = JSON.parse(readFileSync(file, "utf8")) as PackageJson;
+        if (pkg.name === PI_PACKAGE && typeof pkg.version === "string") return { version: pkg.version, path: dir };
+      } catch {
+        // An unreadable package.json on the way up: keep walking.
+      }
+    }
+    if (dirname(dir) === dir) return undefined;
+  }
+}
+
+/** True when `version` satisfies a range of the form "1.6.x" (the only form the peer range uses). */
+export function satisfiesMinorRange(version: string, range: string): boolean {
+  const m = /^(\d+)\.(\d+)\.x$/.exec(range.trim());
+  if (!m) return true;
+  const [major, minor] = version.split(".");
+  return major === m[1] && minor === m[2];
+}
+
+export interface DoctorReport {
+  readonly ok: boolean;
+  readonly node: { readonly version: string; readonly required: string };
+  readonly pi: { readonly status: "installed" | "not installed"; readonly version: string | null; readonly path: string | null; readonly supported: string; readonly compatible: boolean | null };
+  readonly agentDir: { readonly path: string; readonly source: "PI_CODING_AGENT_DIR" | "default" };
+  readonly config: {
+    readonly status: "ok" | "missing" | "fault";
+    /** The faulty file on a fault, otherwise the user config file. */
+    readonly path: string;
+    readonly userPath: string;
+    readonly projectPath: string;
+    readonly files: readonly string[];
+    readonly message: string;
+  };
+  readonly tmpRoot: string;
+  readonly backend: { readonly name: Backend; readonly why: string };
+  readonly reviewer: { readonly configured: boolean; readonly why: string };
+}
+
+export async function doctorReport(io: Io): Promise<DoctorReport> {
+  // Loaded only now: the config loader (typebox) is slow to load, and help should not pay for it.
+  const { loadPolicyConfig, PROJECT_CONFIG_FILE, USER_CONFIG_FILE } = await import("../policy/config/load.ts");
+  const { agentDirFromEnv } = await import("../state/locations.ts");
+  const pkg = ownPackage();
+  const home = homedir();
+  const agentDir = agentDirFromEnv(io.env, home);
+  const userPath = join(agentDir, USER_CONFIG_FILE);
+  const projectPath = join(io.cwd, PROJECT_CONFIG_FILE);
+  const loaded = loadPolicyConfig({ agentDir, cwd: io.cwd, home });
+  const config: DoctorReport["config"] = !loaded.ok
+    ? { status: "fault", path: loaded.path, userPath, projectPath, files: [], message: `${loaded.message}; every call is denied until it is fixed` }
+    : loaded.config.files.length > 0
+      ? { status: "ok", path: userPath, userPath, projectPath, files: loaded.config.files, message: `loaded ${loaded.config.files.join(", ")}` }
+      : { status: "missing", path: userPath, userPath, projectPath, files: [], message: "no configuration file; the built-in policy applies" };
+  const tmpRoot = (loaded.ok ? loaded.config.tmpRoot : undefined) ?? defaultTmpRootPath();
+  const pi = findPi();
+  const supported = pkg.peerDependencies?.[PI_PACKAGE] ?? "*";
+  return {
+    ok: config.status !== "fault",
+    node: { version: process.versions.node, required: pkg.engines?.node ?? "" },
+    pi: pi
+      ? { status: "installed", version: pi.version, path: pi.path, supported, compatible: satisfiesMinorRange(pi.version, supported) }
+      : { status: "not installed", version: null, path: null, supported, compatible: null },
+    agentDir: { path: agentDir, source: io.env.PI_CODING_AGENT_DIR ? "PI_CODING_AGENT_DIR" : "default" },
+    config,
+    tmpRoot,
+    backend: { name: "review-only", why: "review-only: the OS sandbox is not implemented yet" },
+    reviewer: { configured: false, why: "no reviewer configured (reviewer support lands later)" },
+  };
+}
+
+function human(r: DoctorReport): string {
+  const pi =
+    r.pi.status === "installed"
+      ? `${r.pi.version} at ${r.pi.path}${r.pi.compatible ? "" : ` (not supported: this package needs ${r.pi.supported})`}`
+      : `not installed (this package needs ${PI_PACKAGE} ${r.pi.supported})`;
+  const rows: Array<[string, string]> = [
+    ["node", `${r.node.version} (needs ${r.node.required})`],
+    ["pi", pi],
+    ["agent dir", `${r.agentDir.path} (${r.agentDir.source === "default" ? "default; set PI_CODING_AGENT_DIR to change it" : "from PI_CODING_AGENT_DIR"})`],
+    ["config", `${r.config.status}: ${r.config.status === "fault" ? `${r.config.path}: ${r.config.message}` : r.config.message}`],
+    ["", `user file ${r.config.userPath}`],
+    ["", `project file ${r.config.projectPath}`],
+    ["tmp root", r.tmpRoot],
+    ["backend", r.backend.why],
+    ["reviewer", r.reviewer.why],
+  ];
+  return rows.map(([k, v]) => `${k.padEnd(10)} ${v}`).join("\n") + "\n" + (r.ok ? "" : "\nPROBLEM: the configuration is invalid; auto mode denies every call until it is fixed.\n");
+}
+
+export async function runDoctor(argv: readonly string[], io: Io): Promise<number> {
+  const args = parseArgs("doctor", argv, SPEC);
+  if (args.help) {
+    io.out(DOCTOR_HELP);
+    return EXIT.ok;
+  }
+  const report = await doctorReport(io);
+  io.out(args.booleans.has("json") ? JSON.stringify(report) + "\n" : human(report));
+  return report.ok ? EXIT.ok : EXIT.findings;
+}
