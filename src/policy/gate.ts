@@ -1,6 +1,8 @@
 // The deterministic gate: canonical request, judgement, route. Everything the CLI, the eval and
 // the extension decide goes through `decide`.
 
+import { lstatSync } from "node:fs";
+import { join } from "node:path";
 import { buildRequest, type CanonicalRequest } from "../request/canonical.ts";
 import { loadPolicyConfig, type ConfigResult } from "./config/load.ts";
 import { judge, type JudgeContext, type Judgement } from "./judge.ts";
@@ -29,8 +31,20 @@ export interface GateContext {
 const placesCache = new Map<string, Places>();
 const PLACES_CACHE_SIZE = 16;
 
+/** Changes when the workspace's `.git` is created, replaced or rewritten (a `.git` file names the git dir). */
+function dotGitStamp(cwd: string): string {
+  try {
+    const st = lstatSync(join(cwd, ".git"), { throwIfNoEntry: false });
+    return st ? `${st.mode}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}` : "none";
+  } catch {
+    return "error";
+  }
+}
+
 function cachedPlaces(setup: GateSetup, tmpRoot: string): Places {
-  const key = JSON.stringify([setup.cwd, tmpRoot, setup.home, setup.agentDir, setup.selfPaths]);
+  // The git dirs a `.git` file points to are read when places are built: a `.git` file written
+  // after the first call (git init --separate-git-dir) must not leave its hooks unprotected.
+  const key = JSON.stringify([setup.cwd, tmpRoot, setup.home, setup.agentDir, setup.selfPaths, dotGitStamp(setup.cwd)]);
   let places = placesCache.get(key);
   if (!places) {
     places = buildPlaces({ workspace: setup.cwd, tmpRoot, home: setup.home, agentDir: setup.agentDir, selfPaths: setup.selfPaths });

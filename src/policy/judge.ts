@@ -1,7 +1,7 @@
 // What a request does, before any backend or rule is considered: its effect class, the reason,
 // and what user rules are matched against. Touches the file system only to resolve paths.
 
-import { isAbsolute } from "node:path";
+import { isAbsolute, resolve } from "node:path";
 import { minimatch } from "minimatch";
 import type { CanonicalRequest } from "../request/canonical.ts";
 import { classifyWrite, containsIdentitySecret, isIdentitySecret, type Places } from "./places.ts";
@@ -143,9 +143,28 @@ function bashSubject(command: string, ctx: JudgeContext): RuleSubject {
   const ex = extractCommands(command, { home: ctx.shell.home });
   if (!ex.ok) return { tool: "bash", commands: [command.trim()], paths: [] };
   const commands = ex.commands.map((c) => c.argv.map((a) => a.value ?? a.text).join(" ")).filter((c) => c.length > 0);
-  const paths = ex.commands.flatMap((c) => [...c.argv.slice(1), ...c.redirs.flatMap((r) => (r.target ? [r.target] : []))])
-    .map((a) => a.value)
-    .filter((v): v is string => v !== null && (isAbsolute(v) || v.startsWith(".")))
-    .map((v) => (isAbsolute(v) ? v : `${ctx.shell.cwd}/${v}`));
-  return { tool: "bash", commands, paths };
+  // Any static word may name a path (`cat secret/x`, `--out=/etc/x`), so every one is a candidate,
+  // normalized so "./" and ".." cannot dodge a glob. Deny and review rules match on any candidate
+  // and allow rules need all of them (rules.ts), so guessing wide only ever tightens.
+  // Command names looked up in $PATH are not paths: one such word per simple command is left out
+  // (`./secret/run.sh` names a file and stays).
+  const names = new Map<string, number>();
+  for (const c of ex.commands) {
+    const name = c.argv[0]?.value;
+    if (name && !name.includes("/")) names.set(name, (names.get(name) ?? 0) + 1);
+  }
+  const targets = [...ex.commands.flatMap((c) => c.redirs), ...ex.compoundRedirs].flatMap((r) => (r.target ? [r.target] : []));
+  const paths = new Set<string>();
+  for (const a of [...ex.words, ...targets]) {
+    if (a.value === null || a.value === "") continue;
+    const left = names.get(a.value) ?? 0;
+    if (left > 0) {
+      names.set(a.value, left - 1);
+      continue;
+    }
+    const eq = a.value.startsWith("-") ? a.value.indexOf("=") : -1;
+    const v = a.value.startsWith("-") ? (eq > 0 ? a.value.slice(eq + 1) : "") : a.value;
+    if (v !== "") paths.add(isAbsolute(v) ? resolve(v) : resolve(ctx.shell.cwd, v));
+  }
+  return { tool: "bash", commands, paths: [...paths] };
 }

@@ -2,9 +2,10 @@
 // an identity secret, a persistence location, a raw device, or this extension's own state.
 // The lists themselves are data (data/paths.json); this module only expands and matches them.
 
-import { existsSync, lstatSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { existsSync, lstatSync, readFileSync, statSync } from "node:fs";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import pathData from "./data/paths.json" with { type: "json" };
+import { resolveReal } from "../request/paths.ts";
 
 export interface PlacesInput {
   /** The session's working directory: the workspace root. */
@@ -32,9 +33,10 @@ export interface Places {
   readonly selfProtected: readonly string[];
 }
 
+/** The real form of a location, also when it does not exist yet but an ancestor is a symlink. */
 function realOr(p: string): string {
   try {
-    return realpathSync.native(p);
+    return resolveReal(resolve(p)).real;
   } catch {
     return resolve(p);
   }
@@ -115,10 +117,15 @@ const RAW_DEVICES = pathData.rawDevices.map((r) => new RegExp(r));
 const HARMLESS_DEVICES = pathData.harmlessDevices.map((r) => (r.startsWith("^") ? new RegExp(r) : new RegExp(`^${r.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}$`)));
 const REGENERABLE = new Set(pathData.regenerableDirs.map(lower));
 
+// Spellings other file systems treat as the same name: HFS+ ignores these code points
+// (".g\u200Cit" opens ".git", CVE-2014-9390), and Windows drops trailing dots and spaces.
+const IGNORABLE = /[\u200C-\u200F\u202A-\u202E\u206A-\u206F\uFEFF]/g;
+const fold = (part: string) => lower(part.replace(IGNORABLE, "")).replace(/[. ]+$/, "");
+
 /** Whether a path relative to a writable root names or lies under a protected entry. */
 export function protectedComponent(rel: string): string | undefined {
   if (rel === "" || rel.startsWith("..")) return undefined;
-  const parts = rel.split(sep).map(lower);
+  const parts = rel.split(sep).map(fold);
   for (let i = 0; i < parts.length; i++) {
     const part = parts[i]!;
     if (PROTECTED_NAMES.has(part)) return parts.slice(0, i + 1).join("/");

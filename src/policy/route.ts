@@ -85,7 +85,7 @@ function unavailable(): Decision {
 function allowedByRules(j: Judgement, config: Extract<ConfigResult, { ok: true }>): boolean {
   const rules = config.config.allow;
   if (rules.length === 0) return false;
-  if (j.kind !== "bash") return firstMatch(rules, j.subject) !== undefined;
+  if (j.kind !== "bash") return firstMatch(rules, j.subject, "every") !== undefined;
   if (j.subject.commands.length === 0) return false;
-  return j.subject.commands.every((c) => firstMatch(rules, { ...j.subject, commands: [c] }) !== undefined);
+  return j.subject.commands.every((c) => firstMatch(rules, { ...j.subject, commands: [c] }, "every") !== undefined);
 }

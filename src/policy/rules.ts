@@ -44,13 +44,23 @@ export function compileRule(spec: RuleSpec, origin: RuleOrigin, home: string, ba
   };
 }
 
-export function ruleMatches(rule: CompiledRule, subject: RuleSubject): boolean {
+/**
+ * How a path rule meets the subject's paths. Deny and review rules match when `some` path does;
+ * an allow rule must cover `every` path (the lexical and the real one of a file tool, each path a
+ * script names), or a symlink or one extra argument would ride along on a matching path.
+ */
+export type PathQuantifier = "some" | "every";
+
+export function ruleMatches(rule: CompiledRule, subject: RuleSubject, paths: PathQuantifier = "some"): boolean {
   if (rule.tool && !rule.tool.test(subject.tool)) return false;
   if (rule.command && !subject.commands.some((c) => rule.command!.test(c))) return false;
-  if (rule.path && !subject.paths.some((p) => rule.path!(p))) return false;
+  if (rule.path) {
+    const matches = paths === "every" ? subject.paths.length > 0 && subject.paths.every(rule.path) : subject.paths.some(rule.path);
+    if (!matches) return false;
+  }
   return true;
 }
 
-export function firstMatch(rules: readonly CompiledRule[], subject: RuleSubject): CompiledRule | undefined {
-  return rules.find((r) => ruleMatches(r, subject));
+export function firstMatch(rules: readonly CompiledRule[], subject: RuleSubject, paths: PathQuantifier = "some"): CompiledRule | undefined {
+  return rules.find((r) => ruleMatches(r, subject, paths));
 }

@@ -3,6 +3,8 @@
 // arrays, symbol keys) makes the whole request unsupported, because we could not be sure the
 // text we judge is the value the tool will receive.
 
+import { types } from "node:util";
+
 export interface JsonLimits {
   readonly maxDepth: number;
   readonly maxNodes: number;
@@ -17,13 +19,18 @@ export type CanonicalJson = { readonly ok: true; readonly text: string } | { rea
 
 class Unsupported extends Error {}
 
+/** UTF-8 length; ASCII (the usual case) is counted without a native call. */
+function utf8Length(s: string): number {
+  return /^[\x00-\x7f]*$/.test(s) ? s.length : Buffer.byteLength(s, "utf8");
+}
+
 export function canonicalJson(value: unknown, limits: JsonLimits = DEFAULT_JSON_LIMITS): CanonicalJson {
   let nodes = 0;
   let bytes = 0;
   const ancestors = new Set<object>();
 
   const emit = (s: string): string => {
-    bytes += s.length;
+    bytes += utf8Length(s);
     if (bytes > limits.maxBytes) throw new Unsupported(`input larger than ${limits.maxBytes} bytes`);
     return s;
   };
@@ -47,6 +54,8 @@ export function canonicalJson(value: unknown, limits: JsonLimits = DEFAULT_JSON_
     }
     if (v === null) return emit("null");
     const obj = v as object;
+    // A proxy can show us one value (descriptors) and the tool another (get trap): never judged.
+    if (types.isProxy(obj)) throw new Unsupported("proxy object");
     if (ancestors.has(obj)) throw new Unsupported("cyclic value");
     ancestors.add(obj);
     try {
@@ -54,7 +63,9 @@ export function canonicalJson(value: unknown, limits: JsonLimits = DEFAULT_JSON_
       const proto = Object.getPrototypeOf(obj);
       if (proto !== Object.prototype && proto !== null) throw new Unsupported("non-plain object");
       if (Object.getOwnPropertySymbols(obj).length > 0) throw new Unsupported("symbol-keyed property");
-      const keys = Object.getOwnPropertyNames(obj).sort();
+      const names = Object.getOwnPropertyNames(obj);
+      if (nodes + names.length > limits.maxNodes) throw new Unsupported(`input has more than ${limits.maxNodes} values`);
+      const keys = names.sort();
       let out = emit("{");
       keys.forEach((key, i) => {
         const desc = Object.getOwnPropertyDescriptor(obj, key);

@@ -13,9 +13,11 @@ import { fileURLToPath } from "node:url";
 const UNICODE_SPACES = /[\u00A0\u2000-\u200A\u202F\u205F\u3000]/g;
 const MAX_SYMLINK_HOPS = 40;
 
-function normalizeLikePi(input: string, home: string, stripAt: boolean): string {
-  let s = input.replace(UNICODE_SPACES, " ");
-  if (stripAt && s.startsWith("@")) s = s.slice(1);
+// Pi normalizes the tool argument with Unicode spaces and "@" handled, but the cwd only with
+// "~" and file:// handled (utils/paths.js `resolvePath` calls `normalizePath(baseDir)` without options).
+function normalizeLikePi(input: string, home: string, isArgument: boolean): string {
+  let s = isArgument ? input.replace(UNICODE_SPACES, " ") : input;
+  if (isArgument && s.startsWith("@")) s = s.slice(1);
   if (s === "~") return home;
   if (s.startsWith("~/")) return join(home, s.slice(2));
   if (/^file:\/\//.test(s)) return fileURLToPath(s);
@@ -24,8 +26,9 @@ function normalizeLikePi(input: string, home: string, stripAt: boolean): string 
 
 /** The absolute path Pi's file tools compute for `input` (before any symlink is followed). Throws on input Pi would also reject. */
 export function resolveLikePi(input: string, cwd: string, home: string): string {
-  if (input.includes("\0")) throw new Error("path contains a NUL byte");
   const normalized = normalizeLikePi(input, home, true);
+  // Checked after normalization: a file URL can carry an encoded NUL ("%00").
+  if (normalized.includes("\0")) throw new Error("path contains a NUL byte");
   const base = normalizeLikePi(cwd, home, false);
   return isAbsolute(normalized) ? resolve(normalized) : resolve(base, normalized);
 }
@@ -54,12 +57,13 @@ export interface RealPath {
 }
 
 /**
- * Resolve symlinks in an absolute, normalized path. For a path that does not exist yet, walk up
- * to the nearest existing ancestor, resolve it, and append the rest; a dangling symlink on the
- * way is followed to the target it would create.
+ * Resolve symlinks in an absolute, normalized path (as Pi hands it to the file system). For a
+ * path that does not exist yet, walk up to the nearest existing ancestor, resolve it, and append
+ * the rest; a dangling symlink on the way is followed to the target a write would create.
+ * Throws where the kernel would fail too (symlink loop, a file used as a directory) and on a
+ * ".." that would have to climb out of a directory that does not exist.
  */
-export function resolveReal(absolute: string, hops = 0): RealPath {
-  if (hops > MAX_SYMLINK_HOPS) throw new Error("too many levels of symbolic links");
+export function resolveReal(absolute: string): RealPath {
   // lstat with throwIfNoEntry avoids exceptions on the common "new file" path (they cost ~20 µs each).
   if (lstatSync(absolute, { throwIfNoEntry: false })) {
     try {
@@ -73,16 +77,10 @@ export function resolveReal(absolute: string, hops = 0): RealPath {
   for (;;) {
     const st = lstatSync(current, { throwIfNoEntry: false });
     if (st) {
-      if (st.isSymbolicLink()) {
-        const target = resolve(dirname(current), readlinkSync(current));
-        return resolveReal(join(target, ...rest), hops + 1);
-      }
-      let realCurrent = current;
-      try {
-        realCurrent = realpathSync.native(current);
-      } catch {
-        realCurrent = current;
-      }
+      // A symlink's relative target is relative to the directory that really holds the link,
+      // which may differ from the lexical parent when an ancestor is itself a symlink.
+      if (st.isSymbolicLink()) return walk(realpathSync.native(dirname(current)), [...linkTarget(current, "/"), ...rest], 1);
+      const realCurrent = realpathSync.native(current);
       return { real: rest.length === 0 ? realCurrent : join(realCurrent, ...rest), exists: rest.length === 0 };
     }
     const parent = dirname(current);
@@ -90,4 +88,42 @@ export function resolveReal(absolute: string, hops = 0): RealPath {
     rest.unshift(current.slice(parent.length).replace(/^\//, ""));
     current = parent;
   }
+}
+
+function linkTarget(link: string, root: string): string[] {
+  const target = readlinkSync(link);
+  return isAbsolute(target) ? [root, ...target.split("/")] : target.split("/");
+}
+
+/** Component by component, the way the kernel walks a path: `..` applies to the real directory reached so far. */
+function walk(base: string, parts: string[], hops: number): RealPath {
+  let current = base;
+  let queue = parts;
+  for (let i = 0; i < queue.length; i++) {
+    const part = queue[i]!;
+    if (part === "" || part === ".") continue;
+    if (part === "/") {
+      current = "/";
+      continue;
+    }
+    if (part === "..") {
+      current = dirname(current);
+      continue;
+    }
+    const next = join(current, part);
+    const st = lstatSync(next, { throwIfNoEntry: false });
+    if (!st) {
+      const tail = queue.slice(i + 1).filter((p) => p !== "" && p !== ".");
+      if (tail.includes("..")) throw new Error(`cannot resolve ".." below ${next}, which does not exist`);
+      return { real: join(next, ...tail), exists: false };
+    }
+    if (st.isSymbolicLink()) {
+      if (++hops > MAX_SYMLINK_HOPS) throw new Error("too many levels of symbolic links");
+      queue = [...linkTarget(next, "/"), ...queue.slice(i + 1)];
+      i = -1;
+      continue;
+    }
+    current = next;
+  }
+  return { real: current, exists: true };
 }
