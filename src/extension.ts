@@ -5,7 +5,7 @@ import { getAgentDir } from "@earendil-works/pi-coding-agent";
 import { DECISION_ENTRY_TYPE } from "./audit/decision-record.ts";
 import { registerPermCommands } from "./commands/perm.ts";
 import { loadPolicyConfig } from "./policy/config/load.ts";
-import { processGlobalState } from "./state/global.ts";
+import { followingGlobalState } from "./state/global.ts";
 import { createRuntimeState } from "./state/runtime-state.ts";
 import { MODE_ENTRY_TYPE, restoredMode, type ModeEntry } from "./state/session.ts";
 import { createToolCallGate } from "./tools/tool-call-gate.ts";
@@ -14,22 +14,28 @@ import { homedir } from "node:os";
 
 export default function autoMode(pi: ExtensionAPI): void {
   // The OS sandbox lands in a later issue; until then every bash call is judged as review-only.
-  const runtime = createRuntimeState(processGlobalState(), () => "review-only");
+  // Global state is the durable, cross-process store under Pi's agent dir (P12).
+  const runtime = createRuntimeState(followingGlobalState(getAgentDir), () => "review-only");
 
   const refresh = (ctx: ExtensionContext) => {
     const health = loadPolicyConfig({ agentDir: getAgentDir(), cwd: ctx.cwd, home: homedir() }).ok ? "ok" : "fault";
     showStatus(ctx.ui, runtime.label(health));
   };
 
-  pi.on("session_start", (event, ctx) => {
+  pi.on("session_start", async (event, ctx) => {
     const entries = ctx.sessionManager.getBranch().flatMap((e) => (e.type === "custom" ? [{ customType: e.customType, data: e.data }] : []));
     const mode = restoredMode(event.reason, entries);
     runtime.setRequested(mode);
     // A fresh runtime on an old session file must not inherit "unrestricted" on a later reload.
     const last = [...entries].reverse().find((e) => e.customType === MODE_ENTRY_TYPE);
     if (event.reason !== "reload" && last && (last.data as ModeEntry | undefined)?.mode !== "auto") pi.appendEntry<ModeEntry>(MODE_ENTRY_TYPE, { mode: "auto" });
+    await runtime.global.read();
     refresh(ctx);
   });
+
+  // Lifecycle changes move the session revision, so nothing bound to the old one still matches.
+  pi.on("session_shutdown", () => void runtime.bump());
+  pi.on("session_tree", () => void runtime.bump());
 
   pi.on(
     "tool_call",

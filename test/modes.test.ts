@@ -4,11 +4,13 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { BACKENDS } from "../src/policy/types.ts";
-import { effectiveMode, STATUS_LABELS, statusLabel, type EffectiveMode, type ModeInputs } from "../src/state/effective.ts";
+import { CONFIG_HEALTHS, effectiveMode, STATUS_LABELS, statusLabel, type ConfigHealth, type EffectiveMode, type ModeInputs } from "../src/state/effective.ts";
 import { MODE_ENTRY_TYPE, restoredMode, type SessionStartReason } from "../src/state/session.ts";
 
 // enabled, config, requested, backend -> effective mode (the reviewer flag never changes the mode).
-const TRUTH: ReadonlyArray<[boolean, "ok" | "fault", "auto" | "unrestricted", "sandboxed" | "review-only" | "unavailable", EffectiveMode]> = [
+// "fault": the user's auto-mode.json is invalid; "state-fault": the durable global state is damaged,
+// so the enabled flag itself is unknown and cannot turn the gate off.
+const TRUTH: ReadonlyArray<[boolean, ConfigHealth, "auto" | "unrestricted", "sandboxed" | "review-only" | "unavailable", EffectiveMode]> = [
   [false, "ok", "auto", "sandboxed", "off"],
   [false, "ok", "auto", "review-only", "off"],
   [false, "ok", "auto", "unavailable", "off"],
@@ -21,6 +23,18 @@ const TRUTH: ReadonlyArray<[boolean, "ok" | "fault", "auto" | "unrestricted", "s
   [false, "fault", "unrestricted", "sandboxed", "off"],
   [false, "fault", "unrestricted", "review-only", "off"],
   [false, "fault", "unrestricted", "unavailable", "off"],
+  [false, "state-fault", "auto", "sandboxed", "auto-config-fault"],
+  [false, "state-fault", "auto", "review-only", "auto-config-fault"],
+  [false, "state-fault", "auto", "unavailable", "auto-config-fault"],
+  [false, "state-fault", "unrestricted", "sandboxed", "auto-config-fault"],
+  [false, "state-fault", "unrestricted", "review-only", "auto-config-fault"],
+  [false, "state-fault", "unrestricted", "unavailable", "auto-config-fault"],
+  [true, "state-fault", "auto", "sandboxed", "auto-config-fault"],
+  [true, "state-fault", "auto", "review-only", "auto-config-fault"],
+  [true, "state-fault", "auto", "unavailable", "auto-config-fault"],
+  [true, "state-fault", "unrestricted", "sandboxed", "auto-config-fault"],
+  [true, "state-fault", "unrestricted", "review-only", "auto-config-fault"],
+  [true, "state-fault", "unrestricted", "unavailable", "auto-config-fault"],
   [true, "fault", "auto", "sandboxed", "auto-config-fault"],
   [true, "fault", "auto", "review-only", "auto-config-fault"],
   [true, "fault", "auto", "unavailable", "auto-config-fault"],
@@ -38,7 +52,7 @@ const TRUTH: ReadonlyArray<[boolean, "ok" | "fault", "auto" | "unrestricted", "s
 describe("P2: the effective mode truth table", () => {
   test("the table covers every combination exactly once", () => {
     const keys = new Set(TRUTH.map(([e, c, r, b]) => `${e}|${c}|${r}|${b}`));
-    assert.equal(keys.size, 2 * 2 * 2 * BACKENDS.length);
+    assert.equal(keys.size, 2 * CONFIG_HEALTHS.length * 2 * BACKENDS.length);
     assert.equal(TRUTH.length, keys.size);
   });
 

@@ -4,7 +4,13 @@
 import type { Backend } from "../policy/types.ts";
 
 export type RequestedMode = "auto" | "unrestricted";
-export type ConfigHealth = "ok" | "fault";
+/**
+ * Whether the configuration can be trusted. `fault`: the user's auto-mode.json is invalid (the
+ * enabled flag is still known). `state-fault`: the durable global state is damaged, so even the
+ * enabled flag is unknown and the gate stays on (P5, P12).
+ */
+export type ConfigHealth = "ok" | "fault" | "state-fault";
+export const CONFIG_HEALTHS: readonly ConfigHealth[] = ["ok", "fault", "state-fault"];
 
 export type EffectiveMode =
   | "off"
@@ -32,6 +38,8 @@ export const STATUS_LABELS: Readonly<Record<EffectiveMode, string>> = {
 };
 
 export function effectiveMode(m: ModeInputs): EffectiveMode {
+  // Damaged global state cannot say the gate is off: a torn write must never read as "off".
+  if (m.configHealth === "state-fault") return "auto-config-fault";
   if (!m.enabled) return "off";
   // A broken configuration outranks an unrestricted request: the user cannot be sure what they chose.
   if (m.configHealth === "fault") return "auto-config-fault";

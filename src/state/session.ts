@@ -14,15 +14,29 @@ export interface ModeEntry {
 
 export interface SessionState {
   readonly requested: RequestedMode;
+  /** Grows on every mode or lifecycle change; verdicts bind to it (P8). */
   readonly revision: number;
 }
 
-export function initialSession(): SessionState {
-  return { requested: "auto", revision: 0 };
+export function initialSession(revision: number): SessionState {
+  return { requested: "auto", revision };
 }
 
-export function withMode(s: SessionState, mode: RequestedMode): SessionState {
-  return { requested: mode, revision: s.revision + 1 };
+/** A mode change or lifecycle event; `revision` must come from a sequence that only grows. */
+export function withMode(s: SessionState, mode: RequestedMode, revision: number): SessionState {
+  return { requested: mode, revision: Math.max(revision, s.revision + 1) };
+}
+
+const SEQUENCE_KEY = Symbol.for("pi-auto-mode:session-revision");
+
+/**
+ * The next session revision of this process. One sequence for every runtime of the process, so a
+ * revision seen by one runtime (or by the instance a reload replaced) never comes back in another.
+ */
+export function nextSessionRevision(): number {
+  const g = globalThis as { [SEQUENCE_KEY]?: number };
+  g[SEQUENCE_KEY] = (g[SEQUENCE_KEY] ?? 0) + 1;
+  return g[SEQUENCE_KEY];
 }
 
 export function isModeEntry(data: unknown): data is ModeEntry {

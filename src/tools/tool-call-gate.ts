@@ -5,6 +5,7 @@ import type { ExtensionContext, ToolCallEvent, ToolCallEventResult } from "@eare
 import { decisionRecord, type DecisionRecord, type Outcome } from "../audit/decision-record.ts";
 import { decide, prepareGate, type GateResult } from "../policy/gate.ts";
 import type { Decision } from "../policy/types.ts";
+import { readEnabled } from "../state/global.ts";
 import type { RuntimeState } from "../state/runtime-state.ts";
 import { defaultTmpRoot, selfPaths } from "../state/locations.ts";
 import type { EffectiveMode } from "../state/effective.ts";
@@ -25,9 +26,11 @@ function deepFreeze(v: unknown): void {
   for (const child of Object.values(v)) deepFreeze(child);
 }
 
-export function denialText(d: Decision): string {
+export function denialText(d: Decision, mode?: EffectiveMode): string {
   const head = "Denied by auto mode's automatic policy (not by the user).";
   const tail = "Do not retry this action in another form or route around it; take a different approach, or ask the user to run it themselves.";
+  if (mode === "auto-config-fault" && (d.route === "review" || d.route === "sandbox"))
+    return `${head} Auto mode's configuration is at fault, so no call that needs review or the sandbox can run until the user fixes it (/perm-enabled shows what is wrong). ${d.message} ${tail}`;
   if (d.route === "review")
     return `${head} This call needs a reviewer model's judgment and no reviewer is configured yet (the user can set one with /perm-auto-model). ${d.message} ${tail}`;
   if (d.route === "sandbox") return `${head} This call must run inside the OS sandbox, which is not available. ${d.message} ${tail}`;
@@ -38,7 +41,9 @@ export function createToolCallGate(deps: GateDeps) {
   let tmpRoot: string | undefined;
   return async (event: ToolCallEvent, ctx: ExtensionContext): Promise<ToolCallEventResult | undefined> => {
     const runtime = deps.runtime;
-    if (!runtime.global.read().enabled) return undefined;
+    // Re-read at every gate (a stat when nothing changed): another process's commit applies now (P12).
+    const global = await runtime.global.read();
+    if (!readEnabled(global)) return undefined;
     tmpRoot ??= defaultTmpRoot();
     const agentDir = deps.agentDir();
     const gate = prepareGate({ cwd: ctx.cwd, home: homedir(), agentDir, defaultTmpRoot: tmpRoot, selfPaths: selfPaths(agentDir) });
@@ -62,7 +67,7 @@ export function createToolCallGate(deps: GateDeps) {
       ),
       ctx,
     );
-    if (outcome === "denied") return { block: true, reason: denialText(result.decision) };
+    if (outcome === "denied") return { block: true, reason: denialText(result.decision, mode) };
     // What was judged is what runs: a later extension that rewrites the input now throws, which blocks the call.
     deepFreeze(event.input);
     return undefined;

@@ -1,0 +1,169 @@
+// The three artifacts of durable global state and how a set of them is classified. Pure: the
+// store reads the files, this module decides what they mean.
+//
+// - config              `state.json`             enabled flag, reviewer, schema version, revision
+// - primary watermark   `revision.json`          the highest revision ever allocated
+// - recovery watermark  `revision.recovery.json` a second copy of it, published first
+//
+// A commit publishes recovery watermark, primary watermark, then config. So one damaged config
+// plus one damaged watermark still leaves a valid watermark at or above every revision a verdict
+// could have been bound to, and a repair can write above it.
+
+import { THINKING_LEVELS, type FaultCode, type GlobalSnapshot, type ReviewerChoice, type StateFault, type ThinkingLevel } from "./snapshot.ts";
+
+export const CONFIG_FILE = "state.json";
+export const PRIMARY_FILE = "revision.json";
+export const RECOVERY_FILE = "revision.recovery.json";
+export const LOCK_NAME = "state.lock";
+/** Temp files are dot-files ending in this suffix, in the state dir itself (same file system). */
+export const TEMP_SUFFIX = ".tmp";
+
+export const STATE_SCHEMA = 1;
+
+export type ArtifactName = "config" | "primary" | "recovery";
+export const ARTIFACTS: readonly ArtifactName[] = ["config", "primary", "recovery"];
+export const ARTIFACT_FILES: Readonly<Record<ArtifactName, string>> = { config: CONFIG_FILE, primary: PRIMARY_FILE, recovery: RECOVERY_FILE };
+/** The order a commit publishes in. */
+export const PUBLISH_ORDER: readonly ArtifactName[] = ["recovery", "primary", "config"];
+
+export type ArtifactRead =
+  | { readonly kind: "absent" }
+  | { readonly kind: "text"; readonly text: string }
+  | { readonly kind: "unreadable"; readonly message: string };
+
+/** The config exactly as stored. Not user-edited: anything but this exact serialization is a fault. */
+interface StoredConfig {
+  readonly schema: typeof STATE_SCHEMA;
+  readonly revision: number;
+  readonly enabled: boolean;
+  readonly reviewer: ReviewerChoice | null;
+}
+
+// Bounds that no legitimate value comes near; they keep a damaged file from being taken as data.
+const MAX_FILE_BYTES = 4096;
+const MAX_NAME = 256;
+
+export function serializeConfig(s: GlobalSnapshot): string {
+  // Fixed key order: the canonical text is compared byte for byte when read back.
+  const stored: StoredConfig = {
+    schema: STATE_SCHEMA,
+    revision: s.revision,
+    enabled: s.enabled,
+    reviewer: s.reviewer ? { provider: s.reviewer.provider, model: s.reviewer.model, thinking: s.reviewer.thinking } : null,
+  };
+  return `${JSON.stringify(stored)}\n`;
+}
+
+export function serializeWatermark(revision: number): string {
+  return `${JSON.stringify({ watermark: revision })}\n`;
+}
+
+const isRevision = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
+const isName = (v: unknown): v is string => typeof v === "string" && v.length > 0 && v.length <= MAX_NAME;
+const isThinking = (v: unknown): v is ThinkingLevel => typeof v === "string" && (THINKING_LEVELS as readonly string[]).includes(v);
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+function parseJson(text: string): { ok: true; value: unknown } | { ok: false; problem: string } {
+  if (text.length > MAX_FILE_BYTES) return { ok: false, problem: `larger than ${MAX_FILE_BYTES} bytes` };
+  try {
+    return { ok: true, value: JSON.parse(text) as unknown };
+  } catch {
+    return { ok: false, problem: text.length === 0 ? "empty" : "not valid JSON (truncated or overwritten)" };
+  }
+}
+
+export type WatermarkParse = { readonly ok: true; readonly revision: number } | { readonly ok: false; readonly problem: string };
+
+export function parseWatermark(text: string): WatermarkParse {
+  const json = parseJson(text);
+  if (!json.ok) return json;
+  const v = json.value;
+  if (!isObject(v) || Object.keys(v).length !== 1 || !isRevision(v.watermark)) return { ok: false, problem: "not a watermark" };
+  // Byte-exact: a truncated or hand-edited file that still happens to parse is not ours.
+  if (serializeWatermark(v.watermark) !== text) return { ok: false, problem: "not in the form this extension writes" };
+  return { ok: true, revision: v.watermark };
+}
+
+export type ConfigParse =
+  | { readonly kind: "ok"; readonly snapshot: GlobalSnapshot }
+  | { readonly kind: "unknown-schema"; readonly problem: string }
+  | { readonly kind: "malformed"; readonly problem: string };
+
+export function parseConfig(text: string): ConfigParse {
+  const json = parseJson(text);
+  if (!json.ok) return { kind: "malformed", problem: json.problem };
+  const v = json.value;
+  if (!isObject(v)) return { kind: "malformed", problem: "not an object" };
+  if (v.schema !== STATE_SCHEMA)
+    return typeof v.schema === "number" || typeof v.schema === "string"
+      ? { kind: "unknown-schema", problem: `schema version ${JSON.stringify(v.schema)}; this version of pi-auto-mode knows ${STATE_SCHEMA}` }
+      : { kind: "malformed", problem: "no schema version" };
+  const keys = Object.keys(v).sort().join(",");
+  if (keys !== "enabled,reviewer,revision,schema") return { kind: "malformed", problem: `unexpected fields (${keys})` };
+  if (!isRevision(v.revision)) return { kind: "malformed", problem: "revision is not a non-negative integer" };
+  if (typeof v.enabled !== "boolean") return { kind: "malformed", problem: "enabled is not a boolean" };
+  let reviewer: ReviewerChoice | undefined;
+  if (v.reviewer !== null) {
+    const r = v.reviewer;
+    if (!isObject(r) || Object.keys(r).sort().join(",") !== "model,provider,thinking" || !isName(r.provider) || !isName(r.model) || !isThinking(r.thinking))
+      return { kind: "malformed", problem: "reviewer is not {provider, model, thinking}" };
+    reviewer = { provider: r.provider, model: r.model, thinking: r.thinking };
+  }
+  const snapshot: GlobalSnapshot = { enabled: v.enabled, reviewer, revision: v.revision };
+  if (serializeConfig(snapshot) !== text) return { kind: "malformed", problem: "not in the form this extension writes" };
+  return { kind: "ok", snapshot };
+}
+
+export type Classification =
+  | { readonly kind: "missing" }
+  | { readonly kind: "ok"; readonly snapshot: GlobalSnapshot; readonly watermark: number }
+  | { readonly kind: "fault"; readonly fault: StateFault };
+
+/**
+ * What a set of artifacts means. `seen` is the highest revision this process has already seen
+ * (0 for none): stored state below it was rolled back, and a repair must also go above it.
+ * Missing only when all three are absent; every other imperfection is a fault.
+ */
+export function classify(reads: Readonly<Record<ArtifactName, ArtifactRead>>, seen = 0): Classification {
+  const present = ARTIFACTS.filter((a) => reads[a].kind !== "absent");
+  if (present.length === 0) {
+    if (seen > 0) return fault("rolled-back", `the state files are gone, but this process already saw revision ${seen}`, undefined, undefined);
+    return { kind: "missing" };
+  }
+
+  const config = reads.config.kind === "text" ? parseConfig(reads.config.text) : undefined;
+  const marks = { primary: watermarkOf(reads.primary), recovery: watermarkOf(reads.recovery) };
+  const survivor = config?.kind === "ok" ? config.snapshot : undefined;
+  const valid = [marks.primary, marks.recovery].flatMap((m) => (m?.ok ? [m.revision] : []));
+  // Without a valid watermark nothing bounds the revisions already handed out (P8 binds verdicts to them).
+  const floor = valid.length === 0 ? undefined : Math.max(...valid, survivor?.revision ?? 0, seen);
+  const f = (code: FaultCode, detail: string): Classification => fault(code, detail, floor, survivor);
+
+  const unreadable = ARTIFACTS.find((a) => reads[a].kind === "unreadable");
+  if (unreadable) return f("unreadable", `${ARTIFACT_FILES[unreadable]} cannot be read: ${(reads[unreadable] as { message: string }).message}`);
+  if (present.length < ARTIFACTS.length) {
+    const missing = ARTIFACTS.filter((a) => reads[a].kind === "absent").map((a) => ARTIFACT_FILES[a]);
+    return f("partial", `${missing.join(" and ")} ${missing.length === 1 ? "is" : "are"} missing`);
+  }
+  for (const name of ["recovery", "primary"] as const) {
+    const m = marks[name];
+    if (m && !m.ok) return f("malformed-watermark", `${ARTIFACT_FILES[name]} is damaged: ${m.problem}`);
+  }
+  if (config?.kind === "unknown-schema") return f("unknown-schema", `${CONFIG_FILE} has an unknown ${config.problem}`);
+  if (config?.kind === "malformed") return f("malformed-config", `${CONFIG_FILE} is damaged: ${config.problem}`);
+  const [primary, recovery] = valid as [number, number];
+  if (primary !== recovery) return f("unequal-watermarks", `the revision watermarks disagree (${primary} and ${recovery}): a commit stopped between them`);
+  const snapshot = survivor!;
+  if (primary < snapshot.revision)
+    return f("watermark-below-config", `the config claims revision ${snapshot.revision} but the watermarks only reached ${primary}`);
+  if (primary < seen) return f("rolled-back", `the stored revision ${primary} is below revision ${seen}, which this process already saw`);
+  return { kind: "ok", snapshot, watermark: primary };
+}
+
+function watermarkOf(r: ArtifactRead): WatermarkParse | undefined {
+  return r.kind === "text" ? parseWatermark(r.text) : undefined;
+}
+
+function fault(code: FaultCode, detail: string, floor: number | undefined, survivor: GlobalSnapshot | undefined): Classification {
+  return { kind: "fault", fault: { code, detail, floor, survivor } };
+}
