@@ -24,6 +24,12 @@ const PATTERNS: readonly RegExp[] = [
   /\b([A-Za-z0-9_]*(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)[A-Za-z0-9_]*\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s'"]+)/gi,
   // user:password@ in URLs.
   /(\b[a-z][a-z0-9+.-]*:\/\/[^/\s:@]+:)[^@\s/]+@/gi,
+  // "api_key": "..." and 'token': '...' inside text that holds JSON or a dict literal.
+  /((["'])[A-Za-z0-9_-]*(?:key|token|secret|password|passwd|credentials?)[A-Za-z0-9_-]*\2\s*:\s*)("[^"]*"|'[^']*')/gi,
+  // Credential flags whose value follows after a space: --token X, --api-key X, --password X.
+  /((?:^|\s)--?[A-Za-z0-9-]*(?:token|password|passwd|secret|api-?key|access-?key|authorization)[A-Za-z0-9-]*\s+)("[^"]*"|'[^']*'|[^\s'"<>|&;-][^\s'"]*)/gi,
+  // Basic auth on the command line: curl -u user:password, --user user:password.
+  /((?:^|\s)(?:-u|--user)(?:\s+|=)["']?[^\s:'"]+:)[^\s'"]+/g,
 ];
 
 export function redact(text: string): string {
