@@ -1,0 +1,91 @@
+// One runtime's reviewer: the engine plus what spans reviews. The per-turn breaker, the shared
+// concurrency limit (waiting counts against the deadline), and the registry of pending reviews
+// so a session shutdown, a mode or reviewer change can abort them all.
+
+import { breakerMessage, CLOSED, recordReview, type BreakerState } from "./breaker.ts";
+import { DEFAULT_LIMITS, runReview, type EngineLimits, type ReviewerModels, type ReviewJob } from "./engine.ts";
+import { processLimiter, type Limiter } from "./limiter.ts";
+import { verdictAdmits, ZERO_USAGE, type FailureClass, type ReviewResult } from "./types.ts";
+
+export interface ReviewServiceOptions {
+  readonly limits?: Partial<EngineLimits>;
+  readonly limiter?: Limiter;
+  readonly now?: () => number;
+}
+
+export interface ReviewService {
+  readonly limits: EngineLimits;
+  review(job: ReviewJob, models: ReviewerModels, signal: AbortSignal | undefined): Promise<ReviewResult>;
+  /** Abort every pending review of this runtime (shutdown, mode or reviewer change). */
+  abortAll(reason: string): void;
+  /** A new user turn: the breaker starts closed again. */
+  newTurn(): void;
+  breaker(): BreakerState;
+  pending(): number;
+}
+
+/** Failures that say nothing about the model's proposals do not move the breaker. */
+const NOT_COUNTED: ReadonlySet<FailureClass> = new Set(["aborted", "paused", "busy", "not-configured"]);
+
+export function createReviewService(opts: ReviewServiceOptions = {}): ReviewService {
+  const limits: EngineLimits = { ...DEFAULT_LIMITS, ...opts.limits };
+  const limiter = opts.limiter ?? processLimiter();
+  const now = opts.now ?? (() => Date.now());
+  const pending = new Set<AbortController>();
+  let breaker: BreakerState = CLOSED;
+
+  const failure = (job: ReviewJob, failure: FailureClass, detail: string, started: number): ReviewResult => ({
+    kind: "failure",
+    failure,
+    detail,
+    reviewer: job.reviewer,
+    usage: ZERO_USAGE,
+    attempts: 0,
+    inputTokens: 0,
+    durationMs: now() - started,
+  });
+
+  return {
+    limits,
+    breaker: () => breaker,
+    pending: () => pending.size,
+    newTurn() {
+      breaker = CLOSED;
+    },
+    abortAll(reason) {
+      for (const c of pending) c.abort(reason);
+    },
+    async review(job, models, signal) {
+      const started = now();
+      if (breaker.tripped) return failure(job, "paused", breakerMessage(breaker.tripped), started);
+      const ctl = new AbortController();
+      const onCaller = () => ctl.abort(signal?.reason ?? "interrupted");
+      if (signal?.aborted) onCaller();
+      else signal?.addEventListener("abort", onCaller, { once: true });
+      pending.add(ctl);
+      let result: ReviewResult;
+      try {
+        const slot = await limiter.acquire(ctl.signal, limits.deadlineMs);
+        if (slot === "busy") result = failure(job, "busy", `${limiter.active} reviews running and ${limiter.queued} waiting`, started);
+        else if (slot === "aborted") result = failure(job, "aborted", `cancelled: ${String(ctl.signal.reason ?? "aborted")}`, started);
+        else if (slot === "timeout") result = failure(job, "timeout", "no review slot within the deadline", started);
+        else {
+          try {
+            // The wait for a slot already spent part of the one aggregate deadline.
+            const left = Math.max(1, limits.deadlineMs - (now() - started));
+            result = await runReview(job, models, { ...limits, deadlineMs: left }, ctl.signal);
+            result = { ...result, durationMs: now() - started };
+          } finally {
+            slot();
+          }
+        }
+      } finally {
+        pending.delete(ctl);
+        signal?.removeEventListener("abort", onCaller);
+      }
+      if (result.kind === "verdict") breaker = recordReview(breaker, !verdictAdmits(result.verdict));
+      else if (!NOT_COUNTED.has(result.failure)) breaker = recordReview(breaker, true);
+      return result;
+    },
+  };
+}
