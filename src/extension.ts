@@ -4,6 +4,11 @@ import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-a
 import { getAgentDir } from "@earendil-works/pi-coding-agent";
 import { DECISION_ENTRY_TYPE } from "./audit/decision-record.ts";
 import { registerPermCommands } from "./commands/perm.ts";
+import { registerReviewerCommand } from "./commands/reviewer.ts";
+import { createReviewService } from "./review/service.ts";
+import { addUsage } from "./review/types.ts";
+import { createUsageLedger } from "./review/usage-ledger.ts";
+import { createReviewHook, REVIEW_ENTRY_TYPE, REVIEW_STATUS_KEY } from "./tools/review-call.ts";
 import { loadPolicyConfig } from "./policy/config/load.ts";
 import { followingGlobalState } from "./state/global.ts";
 import { createRuntimeState } from "./state/runtime-state.ts";
@@ -33,8 +38,26 @@ export default function autoMode(pi: ExtensionAPI): void {
     refresh(ctx);
   });
 
+  // The reviewer (issue 4): one service per runtime; its usage is owed to the calls' results.
+  const reviews = createReviewService();
+  const ledger = createUsageLedger();
+  // A new user turn: the per-turn breaker starts closed again (P13).
+  pi.on("agent_start", () => reviews.newTurn());
+  // Reviewer usage joins the tool result Pi keeps (also for blocked calls), so session totals stay true.
+  pi.on("message_end", (event) => {
+    const m = event.message;
+    if (m.role !== "toolResult") return undefined;
+    const owed = ledger.take(m.toolCallId);
+    return owed ? { message: { ...m, usage: addUsage(owed, m.usage) } } : undefined;
+  });
+
   // Lifecycle changes move the session revision, so nothing bound to the old one still matches.
-  pi.on("session_shutdown", () => void runtime.bump());
+  pi.on("session_shutdown", (_e, ctx) => {
+    runtime.bump();
+    reviews.abortAll("the session is shutting down");
+    ledger.clear();
+    if (ctx.hasUI) ctx.ui.setStatus(REVIEW_STATUS_KEY, undefined);
+  });
   pi.on("session_tree", () => void runtime.bump());
 
   pi.on(
@@ -46,8 +69,11 @@ export default function autoMode(pi: ExtensionAPI): void {
         pi.appendEntry(DECISION_ENTRY_TYPE, r);
         refresh(ctx);
       },
+      review: createReviewHook({ runtime, service: reviews, ledger, record: (r) => pi.appendEntry(REVIEW_ENTRY_TYPE, r) }),
     }),
   );
 
-  registerPermCommands(pi, { runtime, refresh });
+  const abortReviews = (reason: string) => reviews.abortAll(reason);
+  registerPermCommands(pi, { runtime, refresh, onModeChange: abortReviews });
+  registerReviewerCommand(pi, { runtime, refresh, onModeChange: abortReviews, onReviewerChange: abortReviews });
 }

@@ -13,6 +13,8 @@ export interface CommandDeps {
   readonly runtime: RuntimeState;
   /** Refresh the status line after a change. */
   readonly refresh: (ctx: ExtensionCommandContext) => void;
+  /** A mode or enabled change: pending reviews are aborted (their verdicts would not bind anyway). */
+  readonly onModeChange?: (reason: string) => void;
 }
 
 type Level = "info" | "warning" | "error";
@@ -26,6 +28,7 @@ function say(ctx: ExtensionCommandContext, text: string, level: Level = "info"):
 
 export function setMode(pi: ExtensionAPI, deps: CommandDeps, ctx: ExtensionCommandContext, mode: RequestedMode): void {
   deps.runtime.setRequested(mode);
+  deps.onModeChange?.("the permission mode changed");
   pi.appendEntry<ModeEntry>(MODE_ENTRY_TYPE, { mode });
   deps.refresh(ctx);
   say(ctx, mode === "unrestricted" ? "This runtime is now unrestricted: tool calls run without auto mode's checks (hard denies still apply)." : "This runtime is now in auto mode.");
@@ -83,8 +86,21 @@ export function commitMessage(result: CommitResult, done: (s: GlobalSnapshot) =>
   }
 }
 
+/** `/perm auto` needs a reviewer: without one, auto mode would deny every call that needs review. */
+async function autoRefusal(deps: CommandDeps): Promise<string | undefined> {
+  const r = await deps.runtime.global.read();
+  if (r.kind !== "fault" && r.snapshot.reviewer === undefined)
+    return "No reviewer model is configured, so the mode was not changed. Choose one with /perm-auto-model provider/model [thinking]; that also switches this runtime to auto.";
+  return undefined;
+}
+
 export function registerPermCommands(pi: ExtensionAPI, deps: CommandDeps): void {
   const global = () => deps.runtime.global;
+  const trySetMode = async (ctx: ExtensionCommandContext, mode: RequestedMode) => {
+    const refusal = mode === "auto" ? await autoRefusal(deps) : undefined;
+    if (refusal) say(ctx, refusal, "error");
+    else setMode(pi, deps, ctx, mode);
+  };
 
   pi.registerCommand("perm", {
     description: "Auto mode for this runtime: /perm auto | /perm unrestricted",
@@ -98,14 +114,14 @@ export function registerPermCommands(pi: ExtensionAPI, deps: CommandDeps): void 
         }
         // No lock is held here or anywhere around this dialog: /perm only changes this runtime.
         const picked = await ctx.ui.select("Permission mode for this runtime", [...MODES]);
-        if (picked === "auto" || picked === "unrestricted") setMode(pi, deps, ctx, picked);
+        if (picked === "auto" || picked === "unrestricted") await trySetMode(ctx, picked);
         return;
       }
       if (arg !== "auto" && arg !== "unrestricted") {
         say(ctx, `Unknown mode "${arg}". Usage: /perm auto | /perm unrestricted`, "error");
         return;
       }
-      setMode(pi, deps, ctx, arg);
+      await trySetMode(ctx, arg);
     },
   });
 
@@ -122,6 +138,7 @@ export function registerPermCommands(pi: ExtensionAPI, deps: CommandDeps): void 
         return;
       }
       const result = await global().setEnabled(arg === "on");
+      deps.onModeChange?.("auto mode was turned on or off");
       deps.refresh(ctx);
       const m = commitMessage(
         result,

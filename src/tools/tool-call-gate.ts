@@ -9,13 +9,19 @@ import { readEnabled } from "../state/global.ts";
 import type { RuntimeState } from "../state/runtime-state.ts";
 import { defaultTmpRoot, selfPaths } from "../state/locations.ts";
 import type { EffectiveMode } from "../state/effective.ts";
+import type { ReviewHook } from "./review-call.ts";
 
 export interface GateDeps {
   readonly runtime: RuntimeState;
   readonly agentDir: () => string;
   /** Called once per decided call, for the audit entry and the status line. */
   readonly record: (r: DecisionRecord, ctx: ExtensionContext) => void;
+  /** Judges calls routed to `review` (the reviewer model); without it they are denied. */
+  readonly review?: ReviewHook;
 }
+
+/** Modes in which a `review` route goes to the reviewer (not off, unrestricted or at fault). */
+const REVIEWING: ReadonlySet<EffectiveMode> = new Set(["auto", "auto-review-only", "auto-sandbox-unavailable"]);
 
 /** Decisions that hold even in an unrestricted runtime: wiping disks, disabling the gate itself. */
 const ALWAYS_DENIED = new Set(["hard-deny", "self-protection"]);
@@ -49,7 +55,20 @@ export function createToolCallGate(deps: GateDeps) {
     const gate = prepareGate({ cwd: ctx.cwd, home: homedir(), agentDir, defaultTmpRoot: tmpRoot, selfPaths: selfPaths(agentDir) });
     const result: GateResult = decide(event.toolName, event.input, gate, runtime.backend());
     const mode = runtime.effective(gate.config.ok ? "ok" : "fault");
-    const outcome = outcomeFor(result.decision, mode);
+    let outcome = outcomeFor(result.decision, mode);
+    let denial: string | undefined;
+    if (result.decision.route === "review" && REVIEWING.has(mode) && result.request && deps.review) {
+      const admission = await deps.review({ event, ctx, request: result.request, decision: result.decision, rejudge: () => decide(event.toolName, event.input, gate, runtime.backend()) });
+      if (admission.kind === "deny") {
+        outcome = "denied";
+        denial = admission.text;
+      } else if (admission.run === "sandbox") {
+        // An allow never removes containment (P7): the call takes the sandbox route's way.
+        const contained = { ...result.decision, route: "sandbox" as const };
+        outcome = outcomeFor(contained, mode);
+        if (outcome === "denied") denial = denialText(contained, mode);
+      } else outcome = "allowed";
+    }
     deps.record(
       decisionRecord(
         {
@@ -67,7 +86,7 @@ export function createToolCallGate(deps: GateDeps) {
       ),
       ctx,
     );
-    if (outcome === "denied") return { block: true, reason: denialText(result.decision, mode) };
+    if (outcome === "denied") return { block: true, reason: denial ?? denialText(result.decision, mode) };
     // What was judged is what runs: a later extension that rewrites the input now throws, which blocks the call.
     deepFreeze(event.input);
     return undefined;

@@ -1,0 +1,144 @@
+// `/perm-auto-model provider/model [thinking]`: choose the reviewer model. The model must exist
+// in Pi's model registry, the thinking level must be one it supports, and its provider must have
+// credentials; then model and level are committed as one durable update (P12) and this runtime
+// is set to auto. The session's own model and thinking level are never touched: the reviewer is
+// called with its own model and level, through the registry.
+
+import { getSupportedThinkingLevels, type Api, type Model } from "@earendil-works/pi-ai";
+import type { ExtensionAPI, ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
+import { isThinkingLevel, type ReviewerId, type ThinkingLevel } from "../review/types.ts";
+import type { RuntimeState } from "../state/runtime-state.ts";
+import { commitMessage, setMode, type CommandDeps } from "./perm.ts";
+
+export const USAGE = "Usage: /perm-auto-model provider/model [thinking] — e.g. /perm-auto-model anthropic/claude-haiku-4-5 low";
+
+/** The part of Pi's ModelRegistry the command needs. */
+export interface ReviewerCatalog {
+  find(provider: string, modelId: string): Model<Api> | undefined;
+  getAvailable(): Model<Api>[];
+  getProviderAuth(provider: string): Promise<unknown>;
+}
+
+export type ParsedReviewerArgs =
+  | { readonly ok: true; readonly provider: string; readonly model: string; readonly thinking: string | undefined }
+  | { readonly ok: false; readonly message: string };
+
+/** "provider/model [thinking]": split at the first "/", because model ids may contain "/". */
+export function parseReviewerArgs(args: string): ParsedReviewerArgs {
+  const words = args.trim().split(/\s+/).filter((w) => w !== "");
+  if (words.length === 0) return { ok: false, message: USAGE };
+  if (words.length > 2) return { ok: false, message: `Too many arguments. ${USAGE}` };
+  const ref = words[0]!;
+  const slash = ref.indexOf("/");
+  if (slash <= 0 || slash === ref.length - 1) return { ok: false, message: `"${ref}" is not provider/model. ${USAGE}` };
+  return { ok: true, provider: ref.slice(0, slash), model: ref.slice(slash + 1), thinking: words[1] };
+}
+
+export type ValidatedReviewer = { readonly ok: true; readonly reviewer: ReviewerId } | { readonly ok: false; readonly message: string };
+
+/** The level used when none is given: off when the model allows it (cheapest and fastest). */
+export function defaultThinking(levels: readonly string[]): ThinkingLevel {
+  const first = levels.includes("off") ? "off" : levels[0];
+  return isThinkingLevel(first) ? first : "off";
+}
+
+export async function validateReviewer(catalog: ReviewerCatalog, provider: string, modelId: string, thinking: string | undefined): Promise<ValidatedReviewer> {
+  const model = catalog.find(provider, modelId);
+  if (!model) {
+    const known = catalog
+      .getAvailable()
+      .filter((m) => m.provider === provider)
+      .map((m) => `${m.provider}/${m.id}`)
+      .slice(0, 8);
+    return { ok: false, message: `Pi knows no model ${provider}/${modelId}.${known.length ? ` Available from ${provider}: ${known.join(", ")}.` : ""}` };
+  }
+  const levels: readonly string[] = getSupportedThinkingLevels(model);
+  const level = thinking ?? defaultThinking(levels);
+  if (!isThinkingLevel(level) || !levels.includes(level)) return { ok: false, message: `${provider}/${modelId} does not support thinking level "${level}" (supported: ${levels.join(", ")}).` };
+  if ((await catalog.getProviderAuth(provider)) === undefined)
+    return { ok: false, message: `Provider ${provider} has no credentials configured in Pi (use /login, or set its API key), so it cannot review.` };
+  return { ok: true, reviewer: { provider, model: modelId, thinking: level } };
+}
+
+export interface ReviewerCommandDeps extends CommandDeps {
+  readonly runtime: RuntimeState;
+  /** Abort pending reviews: their verdicts would be bound to the old reviewer. */
+  readonly onReviewerChange: (reason: string) => void;
+}
+
+function say(ctx: ExtensionCommandContext, text: string, level: "info" | "warning" | "error" = "info"): void {
+  if (ctx.hasUI) ctx.ui.notify(text, level);
+  else process.stderr.write(`${text}\n`);
+}
+
+async function pick(ctx: ExtensionCommandContext): Promise<{ provider: string; model: string; thinking: string } | undefined> {
+  const models = ctx.modelRegistry.getAvailable();
+  if (models.length === 0) {
+    say(ctx, "No model has credentials configured in Pi; use /login first.", "error");
+    return undefined;
+  }
+  const refs = models.map((m) => `${m.provider}/${m.id}`);
+  const ref = await ctx.ui.select("Reviewer model (judges calls auto mode cannot decide)", refs);
+  if (!ref) return undefined;
+  const model = models[refs.indexOf(ref)]!;
+  const levels = getSupportedThinkingLevels(model);
+  const thinking = levels.length === 1 ? levels[0] : await ctx.ui.select(`Thinking level for ${ref}`, [...levels]);
+  return thinking ? { provider: model.provider, model: model.id, thinking } : undefined;
+}
+
+export function registerReviewerCommand(pi: ExtensionAPI, deps: ReviewerCommandDeps): void {
+  let catalog: ReviewerCatalog | undefined;
+  pi.on("session_start", (_e, ctx) => {
+    catalog = ctx.modelRegistry;
+  });
+
+  pi.registerCommand("perm-auto-model", {
+    description: "Choose the reviewer model for auto mode: /perm-auto-model provider/model [thinking]",
+    getArgumentCompletions: (prefix) => {
+      if (!catalog) return null;
+      const [ref, level] = prefix.trimStart().split(/\s+/, 2);
+      if (level === undefined) {
+        return catalog
+          .getAvailable()
+          .map((m) => `${m.provider}/${m.id}`)
+          .filter((r) => r.startsWith(ref ?? ""))
+          .slice(0, 50)
+          .map((r) => ({ value: r, label: r }));
+      }
+      const parsed = parseReviewerArgs(ref ?? "");
+      const model = parsed.ok ? catalog.find(parsed.provider, parsed.model) : undefined;
+      return model ? getSupportedThinkingLevels(model).filter((l) => l.startsWith(level)).map((l) => ({ value: `${ref} ${l}`, label: l })) : null;
+    },
+    handler: async (args, ctx) => {
+      let wanted: { provider: string; model: string; thinking: string | undefined } | undefined;
+      if (args.trim() === "") {
+        if (!ctx.hasUI) {
+          const r = await deps.runtime.global.read();
+          const current = r.kind === "fault" ? "unknown (global state is damaged)" : r.snapshot.reviewer ? `${r.snapshot.reviewer.provider}/${r.snapshot.reviewer.model} (thinking ${r.snapshot.reviewer.thinking})` : "none";
+          say(ctx, `${USAGE}\nCurrent reviewer: ${current}.`);
+          return;
+        }
+        wanted = await pick(ctx);
+        if (!wanted) return;
+      } else {
+        const parsed = parseReviewerArgs(args);
+        if (!parsed.ok) {
+          say(ctx, parsed.message, "error");
+          return;
+        }
+        wanted = parsed;
+      }
+      const valid = await validateReviewer(ctx.modelRegistry, wanted.provider, wanted.model, wanted.thinking);
+      if (!valid.ok) {
+        say(ctx, `Reviewer not changed: ${valid.message}`, "error");
+        return;
+      }
+      const result = await deps.runtime.global.setReviewer(valid.reviewer);
+      deps.onReviewerChange("the reviewer model changed");
+      const m = commitMessage(result, (s) => `Reviewer set to ${s.reviewer?.provider}/${s.reviewer?.model} (thinking ${s.reviewer?.thinking}) for every Pi of this user`, deps.runtime.global.location);
+      say(ctx, m.text, m.level);
+      if (result.kind === "committed") setMode(pi, deps, ctx, "auto");
+      else deps.refresh(ctx);
+    },
+  });
+}

@@ -1,0 +1,117 @@
+// The Pi edge of the reviewer: what the tool-call gate hands to review/ for a call routed to
+// `review`. Reads the session transcript, Pi's model registry and the abort signal from the
+// context, re-reads the binding facts right before admission, shows the current check in the
+// status line, owes the reviewer's usage to the call's result, and keeps a redacted record.
+
+import type { ExtensionContext, ToolCallEvent } from "@earendil-works/pi-coding-agent";
+import type { GateResult } from "../policy/gate.ts";
+import type { Decision } from "../policy/types.ts";
+import type { CanonicalRequest } from "../request/canonical.ts";
+import { reviewAndAdmit, type Admission } from "../review/admit.ts";
+import { PROMPT_SHA256 } from "../review/prompt.ts";
+import type { ReviewService } from "../review/service.ts";
+import { transcriptFromEntries } from "../review/transcript.ts";
+import { ZERO_USAGE, type FailureClass, type ReviewerId, type ReviewUsage, type Verdict } from "../review/types.ts";
+import type { UsageLedger } from "../review/usage-ledger.ts";
+import { readEnabled, readRevision } from "../state/global.ts";
+import type { RuntimeState } from "../state/runtime-state.ts";
+
+export const REVIEW_ENTRY_TYPE = "pi-auto-mode/review";
+export const REVIEW_STATUS_KEY = "auto-mode-review";
+
+/** The redacted record of one review, kept as a custom session entry (never sent to the model). */
+export interface ReviewRecord {
+  readonly toolCallId: string;
+  readonly hash: string;
+  readonly reviewer: ReviewerId | undefined;
+  readonly admitted: boolean;
+  readonly run: "direct" | "sandbox" | null;
+  readonly verdict: Verdict | null;
+  readonly failure: FailureClass | null;
+  /** Redacted, for the user; never shown to the model. */
+  readonly detail: string | null;
+  /** What changed between review and admission, when that denied the call (P8). */
+  readonly bindingChanged: string | null;
+  readonly usage: ReviewUsage;
+  readonly attempts: number;
+  readonly inputTokens: number;
+  readonly durationMs: number;
+  readonly promptSha256: string;
+  readonly at: number;
+}
+
+export interface ReviewGateCall {
+  readonly event: ToolCallEvent;
+  readonly ctx: ExtensionContext;
+  readonly request: CanonicalRequest;
+  readonly decision: Decision;
+  /** The gate's decision for the call as its input is now (for the binding check). */
+  readonly rejudge: () => GateResult;
+}
+
+export type ReviewHook = (call: ReviewGateCall) => Promise<Admission>;
+
+export interface ReviewHookDeps {
+  readonly runtime: RuntimeState;
+  readonly service: ReviewService;
+  readonly ledger: UsageLedger;
+  readonly record: (r: ReviewRecord) => void;
+}
+
+export function createReviewHook(deps: ReviewHookDeps): ReviewHook {
+  // A newer check replaces the status line; an older one finishing later must not overwrite it.
+  let latest = 0;
+  return async ({ event, ctx, request, decision, rejudge }) => {
+    const mine = ++latest;
+    const status = (text: string) => {
+      if (ctx.hasUI && mine === latest) ctx.ui.setStatus(REVIEW_STATUS_KEY, text);
+    };
+    const admission = await reviewAndAdmit(
+      {
+        toolCallId: event.toolCallId,
+        parentToolCallId: event.parentToolCallId,
+        request,
+        decision,
+        transcript: transcriptFromEntries(ctx.sessionManager.getBranch()),
+      },
+      {
+        service: deps.service,
+        models: ctx.modelRegistry,
+        signal: ctx.signal,
+        status,
+        bindingNow: async () => {
+          const g = await deps.runtime.global.read();
+          const now = rejudge();
+          return {
+            hash: now.decision.route === "review" ? now.request?.hash : undefined,
+            reviewer: g.kind === "fault" ? undefined : g.snapshot.reviewer,
+            globalRevision: readRevision(g),
+            sessionRevision: deps.runtime.session().revision,
+            backend: deps.runtime.backend(),
+            auto: readEnabled(g) && deps.runtime.session().requested === "auto",
+          };
+        },
+      },
+    );
+    const review = admission.review;
+    if (review) deps.ledger.add(event.toolCallId, review.usage);
+    deps.record({
+      toolCallId: event.toolCallId,
+      hash: request.hash,
+      reviewer: review?.reviewer,
+      admitted: admission.kind === "admit",
+      run: admission.kind === "admit" ? admission.run : null,
+      verdict: review?.kind === "verdict" ? review.verdict : null,
+      failure: review?.kind === "failure" ? review.failure : null,
+      detail: review?.kind === "failure" ? review.detail : null,
+      bindingChanged: admission.kind === "deny" ? (admission.changed ?? null) : null,
+      usage: review?.usage ?? ZERO_USAGE,
+      attempts: review?.attempts ?? 0,
+      inputTokens: review?.inputTokens ?? 0,
+      durationMs: review?.durationMs ?? 0,
+      promptSha256: PROMPT_SHA256,
+      at: Date.now(),
+    });
+    return admission;
+  };
+}
