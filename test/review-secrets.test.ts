@@ -50,7 +50,7 @@ describe("P11: no secret reaches the reviewer's server", () => {
     const transcript: TranscriptItem[] = [
       { kind: "user", text: `my anthropic key is ${SECRETS.anthropic}; deploy build/app with it` },
       { kind: "tool-call", id: "c1", name: "bash", args: { command: `ls build/app; echo ${SECRETS.github}` } },
-      { kind: "tool-result", id: "c1", name: "bash", text: `app\nAWS ${SECRETS.aws}\njwt ${SECRETS.jwt}\n${PEM}` },
+      { kind: "tool-result", id: "c1", name: "bash", text: `app\nAWS ${SECRETS.aws}\njwt ${SECRETS.jwt}\n${PEM}`, isError: false },
       { kind: "user", text: `and also the jwt ${SECRETS.jwt}, deploy build/app now` },
     ];
     lb.script([{ kind: "verdict", text: VERDICT.deny }]);
