@@ -7,6 +7,7 @@ import { BACKENDS, type Backend } from "../policy/types.ts";
 import { defaultTmpRoot, defaultTmpRootPath } from "../state/locations.ts";
 import { oneOf, parseArgs, type CommandSpec } from "./args.ts";
 import { CliError, EXIT, type Io } from "./io.ts";
+import { REVIEW_FLAGS, REVIEW_OPTIONS_HELP, reviewOptions } from "./review.ts";
 
 export const CHECK_HELP = `Usage:
   pi-auto-mode check --tool NAME --input JSON [options]
@@ -27,7 +28,13 @@ Options:
   --backend NAME     sandboxed, review-only or unavailable (default: review-only, until
                      the OS sandbox lands)
   --json             print one JSON object on the last line: tool, backend, route, reason,
-                     message, hash (null when the input could not be canonicalized), cwd
+                     message, hash (null when the input could not be canonicalized), cwd;
+                     with --review also decision (allow or deny, the final outcome), run,
+                     reviewer, verdict (null when the review failed), failure (the class,
+                     or null), detail, usage, attempts, inputTokens, durationMs
+${REVIEW_OPTIONS_HELP}
+  --user TEXT        with --review: the user's latest message, the reviewer's authorization
+                     anchor (default: none)
   -h, --help         show this help
 
 The configuration is read from $PI_CODING_AGENT_DIR/auto-mode.json (default
@@ -38,10 +45,11 @@ Exit status: 0 when a decision was printed, whatever the route; 2 on bad input.
 Examples:
   pi-auto-mode check --tool read --input '{"path":"src/index.ts"}'
   pi-auto-mode check --json -- rm -rf ~
+  pi-auto-mode check --review --user 'push my branch' -- git push origin feature/x
 `;
 
 const SPEC: CommandSpec = {
-  flags: { tool: "string", input: "string", cwd: "string", "tmp-root": "string", backend: "string", json: "boolean" },
+  flags: { tool: "string", input: "string", cwd: "string", "tmp-root": "string", backend: "string", json: "boolean", user: "string", ...REVIEW_FLAGS },
   positionals: [],
   rest: true,
 };
@@ -93,6 +101,8 @@ export async function runCheck(argv: readonly string[], io: Io): Promise<number>
     return EXIT.ok;
   }
   const request = readRequest(args.strings.get("tool"), args.strings.get("input"), args.rest);
+  const review = reviewOptions("check", args);
+  if (!review && args.strings.has("user")) throw new CliError("check: --user needs --review");
   const backendFlag = args.strings.get("backend");
   const backend = backendFlag === undefined ? DEFAULT_CHECK_BACKEND : oneOf("check", "backend", backendFlag, BACKENDS);
   const cwdFlag = args.strings.get("cwd");
@@ -111,6 +121,17 @@ export async function runCheck(argv: readonly string[], io: Io): Promise<number>
   const gate = prepareGate({ cwd, home, agentDir, defaultTmpRoot: tmpRoot, selfPaths: selfPaths(agentDir) });
   const { request: canonical, decision } = decide(request.tool, request.input, gate, backend);
   const effectiveTmpRoot = gate.judge.places.tmpRoot;
+  let reviewed: import("./review.ts").ReviewReport | undefined;
+  if (review) {
+    const r = await import("./review.ts");
+    const { transcriptFromUserMessages } = await import("../review/transcript.ts");
+    const setup = await r.openReviewer("check", io.env, review);
+    const user = args.strings.get("user");
+    reviewed =
+      decision.route === "review" && canonical
+        ? await r.reviewRequest(setup, { request: canonical, decision, transcript: transcriptFromUserMessages(user === undefined ? [] : [user]), backend, id: "check" })
+        : r.unreviewed(decision.route, backend);
+  }
 
   if (args.booleans.has("json")) {
     const out = {
@@ -122,6 +143,7 @@ export async function runCheck(argv: readonly string[], io: Io): Promise<number>
       hash: canonical?.hash ?? null,
       cwd,
       tmpRoot: effectiveTmpRoot,
+      ...reviewed,
     };
     io.out(JSON.stringify(out) + "\n");
     return EXIT.ok;
@@ -136,6 +158,7 @@ export async function runCheck(argv: readonly string[], io: Io): Promise<number>
     ["tmp root", effectiveTmpRoot],
     ["hash", canonical?.hash ?? "(none: the input could not be canonicalized)"],
   ];
+  if (reviewed) rows.push(...(await import("./review.ts")).reviewRows(reviewed));
   io.out(rows.map(([k, v]) => `${(k + ":").padEnd(9)} ${v}`).join("\n") + "\n");
   return EXIT.ok;
 }

@@ -8,9 +8,10 @@ import type { CaseResult, EvalSummary } from "../eval/score.ts";
 import type { Backend } from "../policy/types.ts";
 import { oneOf, parseArgs, type CommandSpec } from "./args.ts";
 import { CliError, EXIT, type Io } from "./io.ts";
+import { REVIEW_FLAGS, REVIEW_OPTIONS_HELP, reviewOptions } from "./review.ts";
 
 export const EVAL_HELP = `Usage:
-  pi-auto-mode eval FILE [--backend sandboxed|review-only] [--json]
+  pi-auto-mode eval FILE [--backend sandboxed|review-only] [--json] [--review [--reviewer P/M]]
 
 Replay a labelled corpus (JSON lines, format v1 of shared/eval/README.md) through the
 deterministic gate and score the routes. The command builds the described workspace
@@ -25,14 +26,21 @@ Options:
   --backend NAME   sandboxed (default) or review-only
   --json           print only the summary, as one JSON object on the last line:
                    corpus, backend, cases, violations, friction, allow_cases,
-                   friction_rate, by_route, decide_us {p50, p99, max}, plus failures
+                   friction_rate, by_route, decide_us {p50, p99, max}, plus failures;
+                   with --review also review {reviewer, reviewed, by_label {reviewed,
+                   allowed, denied, failed, input_tokens, output_tokens, cost},
+                   failures, usage, cases}
+${REVIEW_OPTIONS_HELP}
+                   With --review, every review-routed case is also sent to the reviewer
+                   model (its "user" messages are the authorization anchor); scores
+                   and the exit status stay those of the deterministic gate.
   -h, --help       show this help
 
 Exit status: 0 when there is no violation, 1 when there is at least one (friction
 alone does not fail), 2 on bad input (missing file, corpus error with FILE:LINE).
 `;
 
-const SPEC: CommandSpec = { flags: { backend: "string", json: "boolean" }, positionals: ["FILE"], rest: false };
+const SPEC: CommandSpec = { flags: { backend: "string", json: "boolean", ...REVIEW_FLAGS }, positionals: ["FILE"], rest: false };
 
 type EvalBackend = Exclude<Backend, "unavailable">;
 const EVAL_BACKENDS: readonly EvalBackend[] = ["sandboxed", "review-only"];
@@ -102,6 +110,9 @@ export async function runEval(argv: readonly string[], io: Io): Promise<number> 
   const backendFlag = args.strings.get("backend");
   const backend: EvalBackend = backendFlag === undefined ? "sandboxed" : oneOf("eval", "backend", backendFlag, EVAL_BACKENDS);
   const cases = readCorpus(file, io.cwd);
+  const review = reviewOptions("eval", args);
+  const reviewer = review ? await (await import("./review.ts")).openReviewer("eval", io.env, review) : undefined;
+  let reviews: import("./review.ts").CaseReview[] | undefined;
   // Loaded only now, after the arguments and the corpus are known to be good: the gate takes a
   // few hundred milliseconds to load.
   const { runCases, summarize } = await import("../eval/score.ts");
@@ -111,17 +122,23 @@ export async function runEval(argv: readonly string[], io: Io): Promise<number> 
   let results: CaseResult[];
   try {
     results = runCases(cases, backend, workspace);
+    if (reviewer) {
+      const routed = new Set(results.filter((r) => r.route === "review").map((r) => r.id));
+      reviews = await (await import("./review.ts")).reviewCases(reviewer, cases, routed, backend, workspace);
+    }
   } finally {
     workspace.dispose();
   }
   const summary = summarize(basename(file), backend, results);
   const failures = failuresOf(results);
 
-  if (args.booleans.has("json")) io.out(JSON.stringify({ ...summary, failures }) + "\n");
+  const reviewSummary = reviewer && reviews ? (await import("./review.ts")).summarizeReviews(reviewer, reviews) : undefined;
+  if (args.booleans.has("json")) io.out(JSON.stringify({ ...summary, failures, ...(reviewSummary ? { review: reviewSummary } : {}) }) + "\n");
   else {
     if (failures.length > 0) io.out(table(failures) + "\n");
     else io.out("no violations, no friction\n\n");
     io.out(humanSummary(summary));
+    if (reviewSummary) io.out((await import("./review.ts")).humanReviewSummary(reviewSummary));
   }
   return summary.violations > 0 ? EXIT.findings : EXIT.ok;
 }

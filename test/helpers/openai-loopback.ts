@@ -22,7 +22,8 @@ export interface Received {
 export interface Loopback {
   readonly baseUrl: string;
   readonly received: Received[];
-  script(steps: readonly Step[]): void;
+  /** The next requests' answers, in order; `otherwise` answers every request after them. */
+  script(steps: readonly Step[], otherwise?: Step): void;
   close(): Promise<void>;
 }
 
@@ -50,6 +51,7 @@ async function streamVerdict(res: ServerResponse, step: Extract<Step, { kind: "v
 export async function startLoopback(): Promise<Loopback> {
   const received: Received[] = [];
   let queue: Step[] = [];
+  let fallback: Step | undefined;
   const sockets = new Set<Socket>();
   const server: Server = createServer((req, res) => {
     let raw = "";
@@ -63,7 +65,7 @@ export async function startLoopback(): Promise<Loopback> {
         // kept raw
       }
       received.push({ path: req.url ?? "", headers: req.headers, raw, body });
-      const step = queue.shift() ?? { kind: "status", status: 500, body: '{"error":{"message":"no scripted response"}}' };
+      const step = queue.shift() ?? fallback ?? { kind: "status", status: 500, body: '{"error":{"message":"no scripted response"}}' };
       switch (step.kind) {
         case "verdict":
           void streamVerdict(res, step);
@@ -96,8 +98,9 @@ export async function startLoopback(): Promise<Loopback> {
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     received,
-    script(steps) {
+    script(steps, otherwise) {
       queue = [...steps];
+      fallback = otherwise;
     },
     close: () =>
       new Promise<void>((r) => {
