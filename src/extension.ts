@@ -70,6 +70,7 @@ export default function autoMode(pi: ExtensionAPI): void {
         refresh(ctx);
       },
       review: createReviewHook({ runtime, service: reviews, ledger, record: (r) => pi.appendEntry(REVIEW_ENTRY_TYPE, r) }),
+      off: refresh,
     }),
   );
 

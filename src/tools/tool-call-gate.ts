@@ -18,6 +18,8 @@ export interface GateDeps {
   readonly record: (r: DecisionRecord, ctx: ExtensionContext) => void;
   /** Judges calls routed to `review` (the reviewer model); without it they are denied. */
   readonly review?: ReviewHook;
+  /** Called when auto mode is off (perhaps just turned off by another process), for the status line. */
+  readonly off?: (ctx: ExtensionContext) => void;
 }
 
 /** Modes in which a `review` route goes to the reviewer (not off, unrestricted or at fault). */
@@ -49,7 +51,10 @@ export function createToolCallGate(deps: GateDeps) {
     const runtime = deps.runtime;
     // Re-read at every gate (a stat when nothing changed): another process's commit applies now (P12).
     const global = await runtime.global.read();
-    if (!readEnabled(global)) return undefined;
+    if (!readEnabled(global)) {
+      deps.off?.(ctx);
+      return undefined;
+    }
     tmpRoot ??= defaultTmpRoot();
     const agentDir = deps.agentDir();
     const gate = prepareGate({ cwd: ctx.cwd, home: homedir(), agentDir, defaultTmpRoot: tmpRoot, selfPaths: selfPaths(agentDir) });
