@@ -215,6 +215,27 @@ describe("P8: binding races while a review is pending (argument mutation: test/r
   });
 });
 
+describe("Esc aborts a pending review", () => {
+  test("aborting the agent while the reviewer is thinking aborts the review; the call never runs", async () => {
+    const { h, judge, runs } = await world();
+    let signal: AbortSignal | undefined;
+    judge.setResponses([
+      async (_ctx, options) => {
+        signal = options?.signal;
+        void h.session.abort();
+        await new Promise((r) => setTimeout(r, 20));
+        return fauxAssistantMessage(VERDICT.allow);
+      },
+    ]);
+    h.faux.setResponses([call("deploy_service", { service: "api" }), done()]);
+    await h.session.prompt("deploy the api");
+    assert.equal(signal?.aborted, true, "the reviewer's request saw the abort");
+    assert.deepEqual(runs, []);
+    const r = reviews(h);
+    assert.equal(r[0]?.failure, "aborted");
+  });
+});
+
 describe("commands: /perm-auto-model and /perm auto", () => {
   test("/perm-auto-model provider/model level commits both and switches this runtime to auto", async () => {
     const { h } = await world({ reviewer: false });
@@ -244,6 +265,40 @@ describe("commands: /perm-auto-model and /perm auto", () => {
       assert.deepEqual(now, before);
     });
   }
+
+  test("/perm-auto-model without arguments opens model and level pickers when a UI exists", async () => {
+    const picks: string[][] = [];
+    const answers = ["judge/thinker", "high"];
+    const methods = ["select", "confirm", "input", "editor", "custom", "notify", "onTerminalInput", "setStatus", "setWorkingMessage", "setWorkingVisible", "setWorkingIndicator", "setHiddenThinkingLabel", "setWidget", "setFooter", "setHeader", "setTitle", "pasteToEditor", "setEditorText", "getEditorText", "addAutocompleteProvider", "setEditorComponent", "getEditorComponent", "getAllThemes", "getTheme", "setTheme", "getToolsExpanded", "setToolsExpanded"];
+    const ui = Object.fromEntries(
+      methods.map((m) => [
+        m,
+        (...args: unknown[]) => {
+          if (m === "select") {
+            picks.push(args[1] as string[]);
+            return Promise.resolve(answers.shift());
+          }
+          if (m === "onTerminalInput") return () => {};
+          if (m === "getAllThemes") return [];
+          if (m === "getEditorText") return "";
+          return undefined;
+        },
+      ]),
+    ) as unknown as ExtensionUIContext;
+    const { h } = await world({ reviewer: false, uiContext: ui, mode: "rpc" });
+    await h.session.prompt("/perm-auto-model");
+    assert.ok(picks[0]!.includes("judge/thinker") && picks[0]!.includes("judge/judge-1"), "models with credentials are offered");
+    assert.deepEqual(picks[1], ["off", "minimal", "low", "medium", "high"], "only the levels the model supports");
+    const r = await processGlobalState(h.agentDir).read();
+    assert.deepEqual(r.kind === "ok" && r.snapshot.reviewer, { provider: "judge", model: "thinker", thinking: "high" });
+  });
+
+  test("/perm-auto-model without arguments and without a UI prints usage and changes nothing", async () => {
+    const { h } = await world({ reviewer: false });
+    const before = await processGlobalState(h.agentDir).read();
+    await h.session.prompt("/perm-auto-model");
+    assert.deepEqual(await processGlobalState(h.agentDir).read(), before);
+  });
 
   test("/perm auto without a reviewer is refused and leaves the mode unchanged", async () => {
     const { h } = await world({ reviewer: false });

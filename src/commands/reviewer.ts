@@ -15,8 +15,25 @@ export const USAGE = "Usage: /perm-auto-model provider/model [thinking] — e.g.
 /** The part of Pi's ModelRegistry the command needs. */
 export interface ReviewerCatalog {
   find(provider: string, modelId: string): Model<Api> | undefined;
-  getAvailable(): Model<Api>[];
+  getAll(): Model<Api>[];
   getProviderAuth(provider: string): Promise<unknown>;
+}
+
+/** Models whose provider has credentials, asked per provider at request time (as a review would). */
+export async function modelsWithAuth(catalog: ReviewerCatalog): Promise<Model<Api>[]> {
+  const all = catalog.getAll();
+  const providers = [...new Set(all.map((m) => m.provider))];
+  const authed = new Set<string>();
+  await Promise.all(
+    providers.map(async (p) => {
+      try {
+        if ((await catalog.getProviderAuth(p)) !== undefined) authed.add(p);
+      } catch {
+        // A provider whose auth cannot even be checked is not offered.
+      }
+    }),
+  );
+  return all.filter((m) => authed.has(m.provider));
 }
 
 export type ParsedReviewerArgs =
@@ -46,11 +63,11 @@ export async function validateReviewer(catalog: ReviewerCatalog, provider: strin
   const model = catalog.find(provider, modelId);
   if (!model) {
     const known = catalog
-      .getAvailable()
+      .getAll()
       .filter((m) => m.provider === provider)
       .map((m) => `${m.provider}/${m.id}`)
       .slice(0, 8);
-    return { ok: false, message: `Pi knows no model ${provider}/${modelId}.${known.length ? ` Available from ${provider}: ${known.join(", ")}.` : ""}` };
+    return { ok: false, message: `Pi knows no model ${provider}/${modelId}.${known.length ? ` Models of ${provider}: ${known.join(", ")}.` : ""}` };
   }
   const levels: readonly string[] = getSupportedThinkingLevels(model);
   const level = thinking ?? defaultThinking(levels);
@@ -72,7 +89,7 @@ function say(ctx: ExtensionCommandContext, text: string, level: "info" | "warnin
 }
 
 async function pick(ctx: ExtensionCommandContext): Promise<{ provider: string; model: string; thinking: string } | undefined> {
-  const models = ctx.modelRegistry.getAvailable();
+  const models = await modelsWithAuth(ctx.modelRegistry);
   if (models.length === 0) {
     say(ctx, "No model has credentials configured in Pi; use /login first.", "error");
     return undefined;
@@ -99,7 +116,7 @@ export function registerReviewerCommand(pi: ExtensionAPI, deps: ReviewerCommandD
       const [ref, level] = prefix.trimStart().split(/\s+/, 2);
       if (level === undefined) {
         return catalog
-          .getAvailable()
+          .getAll()
           .map((m) => `${m.provider}/${m.id}`)
           .filter((r) => r.startsWith(ref ?? ""))
           .slice(0, 50)

@@ -89,7 +89,8 @@ export async function reviewAndAdmit(call: ReviewCall, env: AdmitEnv): Promise<A
   // Nothing to bind a verdict to: no model is asked.
   if (before.hash !== call.request.hash) return refuse(bindingDenialText("the call's arguments"), "internal");
   if (!reviewer) return refuse(failureDenialText("not-configured"), "not-configured");
-  if (before.globalRevision === undefined) return refuse(failureDenialText("internal"), "internal");
+  // Global state turned faulty after the gate read it: nothing trustworthy to bind to.
+  if (before.globalRevision === undefined) return refuse(bindingDenialText("the auto-mode settings"), "internal");
   const binding: ReviewBinding = {
     hash: call.request.hash,
     reviewer,
