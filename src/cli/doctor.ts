@@ -124,7 +124,7 @@ export async function doctorReport(io: Io): Promise<DoctorReport> {
     config,
     tmpRoot,
     backend: { name: "review-only", why: "review-only: the OS sandbox is not implemented yet" },
-    reviewer: { configured: false, why: "no reviewer configured (reviewer support lands later)" },
+    reviewer: await (await import("./review.ts")).reviewerStatus(agentDir),
   };
 }
 

@@ -322,3 +322,13 @@ export function humanReviewSummary(s: EvalReviewSummary): string {
   const fails = Object.keys(s.failures).length ? [`  failures ${Object.entries(s.failures).map(([k, v]) => `${k} ${v}`).join(", ")}`] : [];
   return [head, ...labels, ...fails, `  total    ${s.usage.input} tokens in, ${s.usage.output} out${s.usage.cost > 0 ? `, $${s.usage.cost.toFixed(4)}` : ""}`].join("\n") + "\n";
 }
+
+/** For `doctor`: the reviewer stored in the agent dir, without loading Pi's model runtime. */
+export async function reviewerStatus(agentDir: string): Promise<{ readonly configured: boolean; readonly why: string }> {
+  const { processGlobalState } = await import("../state/global.ts");
+  const r = await processGlobalState(agentDir).read();
+  if (r.kind === "fault") return { configured: false, why: `unknown: auto mode's global state is damaged (${r.fault.detail}); calls that need review are denied` };
+  const s = r.snapshot.reviewer;
+  if (!s) return { configured: false, why: "none: calls that need review are denied (choose one with /perm-auto-model; test it with pi-auto-mode check --review)" };
+  return { configured: true, why: `${s.provider}/${s.model} (thinking ${s.thinking}); test it with pi-auto-mode check --review` };
+}
