@@ -1,0 +1,332 @@
+// One sandbox controller per process, shared by every session through a well-known symbol (Pi
+// loads a fresh copy of the extension module for each session, so module state is not shared).
+//
+// It owns the policy around the platform driver:
+// - backend selection: Linux or macOS with a passing probe -> sandboxed; Linux or macOS with any
+//   failure -> unavailable, with the reason; any other platform -> review-only. Never a silent
+//   step down from sandboxed to review-only (P5, P16).
+// - leases: every command holds one while it runs; shutdown drains them.
+// - exactly once (P9): run() never retries. A command that never started is reported as such;
+//   one that may have started is never run again. Either kind of infrastructure failure marks
+//   the backend failed, so later calls deny and the status line says why.
+// - poison: if cleanup fails (a placeholder that cannot be removed, a cgroup still busy, a
+//   sandbox that would not die), later calls deny until the process restarts.
+
+import { probeDriver } from "./probe.ts";
+import type { SpawnIo } from "./spawn.ts";
+import type { BackendStatus, ProbeResult, RunRequest, SandboxDriver } from "./types.ts";
+import { createLinuxDriver } from "./linux/driver.ts";
+import { createMacDriver } from "./macos/driver.ts";
+
+export const CONTROLLER_PROTOCOL = 1;
+const SLOT = Symbol.for("pi-auto-mode:sandbox-controller");
+const DRAIN_TIMEOUT_MS = 5_000;
+const KILL_GRACE_MS = 2_000;
+
+export type RunResult =
+  | { readonly kind: "exited"; readonly exitCode: number }
+  /** Nothing ran: the backend is not sandboxed right now, or the call cannot be sandboxed. */
+  | { readonly kind: "refused"; readonly reason: string }
+  /** Nothing ran: the sandbox itself failed to start. The backend is now failed. */
+  | { readonly kind: "not-started"; readonly reason: string }
+  /** It may have run. Never retried. The backend is now failed. */
+  | { readonly kind: "ambiguous"; readonly reason: string }
+  | { readonly kind: "aborted" }
+  | { readonly kind: "timeout"; readonly seconds: number };
+
+export interface DrainReport {
+  readonly ok: boolean;
+  readonly reason?: string;
+}
+
+export interface SandboxController {
+  readonly protocol: typeof CONTROLLER_PROTOCOL;
+  /** Run the probe if it has not run in this process; resolve with the backend. */
+  ready(): Promise<BackendStatus>;
+  status(): BackendStatus;
+  probeResult(): ProbeResult | undefined;
+  /** A session starts using the sandbox. */
+  attach(owner: string): void;
+  /** A session is done; the last one drains and cleans up. */
+  detach(owner: string): Promise<DrainReport>;
+  run(req: RunRequest, io: SpawnIo): Promise<RunResult>;
+  drain(): Promise<DrainReport>;
+  activeLeases(): number;
+  owners(): readonly string[];
+  /** Called whenever status() may have changed. */
+  subscribe(listener: (s: BackendStatus) => void): () => void;
+  facts(): readonly string[];
+}
+
+export interface ControllerOptions {
+  /** process.platform, injectable so tests can pick a platform. */
+  readonly platform?: string;
+  /** The driver for a supported platform; default: bubblewrap on Linux, sandbox-exec on macOS. */
+  readonly driver?: SandboxDriver;
+  readonly probe?: (driver: SandboxDriver) => Promise<ProbeResult>;
+  readonly drainTimeoutMs?: number;
+}
+
+type Health = { readonly kind: "ok" } | { readonly kind: "failed"; readonly reason: string } | { readonly kind: "poisoned"; readonly reason: string };
+
+function defaultDriver(platform: string): SandboxDriver | undefined {
+  if (platform === "linux") return createLinuxDriver();
+  if (platform === "darwin") return createMacDriver();
+  return undefined;
+}
+
+/** The backend for a platform and a probe verdict (pure; the truth table is tested). */
+export function selectBackend(platform: string, probe: ProbeResult | undefined | "pending"): BackendStatus {
+  if (platform !== "linux" && platform !== "darwin") return { backend: "review-only", reason: `no OS sandbox on ${platform}: every shell command is reviewed` };
+  if (probe === undefined || probe === "pending") return { backend: "unavailable", reason: "the sandbox probe has not finished" };
+  if (!probe.ok) return { backend: "unavailable", reason: probe.reason };
+  return { backend: "sandboxed", reason: `${probe.driver}, probe passed in ${probe.ms} ms` };
+}
+
+export function createController(opts: ControllerOptions = {}): SandboxController {
+  const platform = opts.platform ?? process.platform;
+  const driver = opts.driver ?? defaultDriver(platform);
+  const probe = opts.probe ?? probeDriver;
+  const drainTimeout = opts.drainTimeoutMs ?? DRAIN_TIMEOUT_MS;
+  let probed: ProbeResult | undefined;
+  let probing: Promise<ProbeResult> | undefined;
+  let health: Health = { kind: "ok" };
+  let draining: Promise<DrainReport> | undefined;
+  const owners = new Set<string>();
+  const listeners = new Set<(s: BackendStatus) => void>();
+  interface Lease {
+    readonly abort: AbortController;
+    readonly done: Promise<void>;
+  }
+  const leases = new Map<number, Lease>();
+  let leaseSeq = 0;
+  let exitHookInstalled = false;
+
+  const status = (): BackendStatus => {
+    const base = selectBackend(platform, probed ?? (probing ? "pending" : undefined));
+    if (base.backend !== "sandboxed") return base;
+    if (health.kind === "poisoned") return { backend: "unavailable", reason: `sandbox cleanup failed (${health.reason}); restart Pi to use the sandbox again` };
+    if (health.kind === "failed") return { backend: "unavailable", reason: `the sandbox failed during a command (${health.reason}); shell commands are denied until Pi restarts` };
+    if (draining) return { backend: "unavailable", reason: "the sandbox is shutting down" };
+    return base;
+  };
+  const notify = () => {
+    const s = status();
+    for (const l of listeners) {
+      try {
+        l(s);
+      } catch {
+        // a listener's failure is its own
+      }
+    }
+  };
+  const fail = (reason: string) => {
+    if (health.kind === "ok") health = { kind: "failed", reason };
+    notify();
+  };
+  const poison = (reason: string) => {
+    health = { kind: "poisoned", reason };
+    notify();
+  };
+
+  // On exit, nothing may be left behind: kill what runs (bwrap's --die-with-parent would, too)
+  // and give back placeholders synchronously.
+  const releaseOnExit = new Map<number, () => void>();
+  const installExitHook = () => {
+    if (exitHookInstalled) return;
+    exitHookInstalled = true;
+    process.once("exit", () => {
+      for (const l of leases.values()) l.abort.abort();
+      for (const r of releaseOnExit.values()) {
+        try {
+          r();
+        } catch {
+          // the process is ending; the next start cleans up after dead holders
+        }
+      }
+      try {
+        driver?.shutdown();
+      } catch {
+        // as above
+      }
+    });
+  };
+
+  const ready = async (): Promise<BackendStatus> => {
+    if (!driver) return status();
+    if (!probed) {
+      probing ??= probe(driver).then((r) => {
+        probed = r;
+        notify();
+        return r;
+      });
+      notify();
+      await probing;
+    }
+    return status();
+  };
+
+  const run = async (req: RunRequest, io: SpawnIo): Promise<RunResult> => {
+    const s = status();
+    if (s.backend !== "sandboxed" || !driver) return { kind: "refused", reason: s.reason };
+    installExitHook();
+    const id = ++leaseSeq;
+    const abort = new AbortController();
+    const onOuterAbort = () => abort.abort();
+    if (io.signal?.aborted) abort.abort();
+    io.signal?.addEventListener("abort", onOuterAbort, { once: true });
+    let finish!: () => void;
+    leases.set(id, { abort, done: new Promise<void>((r) => (finish = r)) });
+    try {
+      let prepared;
+      try {
+        prepared = driver.prepare(req);
+      } catch (e) {
+        const err = e as Error;
+        // A call the sandbox cannot take (no workspace, the workspace is "/"): that call's problem.
+        if (err?.name === "RequestError") return { kind: "refused", reason: err.message };
+        const reason = `could not prepare the sandbox: ${err?.message ?? String(e)}`;
+        fail(reason);
+        return { kind: "not-started", reason };
+      }
+      releaseOnExit.set(id, prepared.release);
+      let result: RunResult;
+      try {
+        const outcome = await driver.exec(prepared.spec, { onData: io.onData, signal: abort.signal, timeout: io.timeout });
+        switch (outcome.kind) {
+          case "exited":
+            result = { kind: "exited", exitCode: outcome.exitCode };
+            break;
+          case "not-started":
+            fail(outcome.detail);
+            result = { kind: "not-started", reason: outcome.detail };
+            break;
+          case "aborted":
+            result = { kind: "aborted" };
+            break;
+          case "timeout":
+            result = { kind: "timeout", seconds: outcome.seconds };
+            break;
+        }
+      } catch (e) {
+        // exec resolves every ending it knows; a throw means we cannot tell what ran.
+        const reason = `the sandbox runner failed: ${(e as Error)?.message ?? String(e)}`;
+        fail(reason);
+        result = { kind: "ambiguous", reason };
+      } finally {
+        releaseOnExit.delete(id);
+        try {
+          prepared.release();
+        } catch (e) {
+          poison(`placeholders could not be removed: ${(e as Error)?.message ?? String(e)}`);
+        }
+      }
+      return result;
+    } finally {
+      io.signal?.removeEventListener("abort", onOuterAbort);
+      leases.delete(id);
+      finish();
+    }
+  };
+
+  const drain = (): Promise<DrainReport> => {
+    draining ??= (async (): Promise<DrainReport> => {
+      notify();
+      // Resolves "done" when every lease has ended, "timeout" after ms; the timer never outlives the wait.
+      const settle = async (ms: number): Promise<"done" | "timeout"> => {
+        let timer: NodeJS.Timeout | undefined;
+        const t = new Promise<"timeout">((r) => (timer = setTimeout(() => r("timeout"), ms)));
+        try {
+          return await Promise.race([Promise.all([...leases.values()].map((l) => l.done)).then(() => "done" as const), t]);
+        } finally {
+          clearTimeout(timer);
+        }
+      };
+      let report: DrainReport = { ok: true };
+      if ((await settle(drainTimeout)) === "timeout") {
+        // Still running at shutdown: stop them. A lease that survives even that is a leak.
+        for (const l of leases.values()) l.abort.abort();
+        if ((await settle(KILL_GRACE_MS)) === "timeout") report = { ok: false, reason: `${leases.size} sandboxed command(s) did not stop` };
+      }
+      if (report.ok) {
+        try {
+          driver?.shutdown();
+        } catch (e) {
+          report = { ok: false, reason: `sandbox resources could not be released: ${(e as Error)?.message ?? String(e)}` };
+        }
+      }
+      if (!report.ok) poison(report.reason!);
+      return report;
+    })().finally(() => {
+      draining = undefined;
+      notify();
+    });
+    return draining;
+  };
+
+  return {
+    protocol: CONTROLLER_PROTOCOL,
+    ready,
+    status,
+    probeResult: () => probed,
+    attach(owner) {
+      owners.add(owner);
+    },
+    async detach(owner) {
+      owners.delete(owner);
+      if (owners.size > 0) return { ok: true };
+      return drain();
+    },
+    run,
+    drain,
+    activeLeases: () => leases.size,
+    owners: () => [...owners],
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    facts: () => driver?.facts() ?? [`no OS sandbox on ${platform}`],
+  };
+}
+
+/** A controller that only ever refuses: what a second, incompatible copy of this package gets. */
+function refusingController(reason: string): SandboxController {
+  const s: BackendStatus = { backend: "unavailable", reason };
+  return {
+    protocol: CONTROLLER_PROTOCOL,
+    ready: async () => s,
+    status: () => s,
+    probeResult: () => undefined,
+    attach() {},
+    detach: async () => ({ ok: true }),
+    run: async () => ({ kind: "refused", reason }),
+    drain: async () => ({ ok: true }),
+    activeLeases: () => 0,
+    owners: () => [],
+    subscribe: () => () => {},
+    facts: () => [reason],
+  };
+}
+
+/**
+ * The process's controller. The first copy of this package to ask creates it; later copies with
+ * the same protocol share it. A copy that speaks another protocol must not run a second sandbox
+ * manager beside it (two registries could remove each other's placeholders), so it gets a
+ * controller that refuses, and its sessions show the sandbox as unavailable.
+ */
+export function sharedController(create: () => SandboxController = () => createController()): SandboxController {
+  const g = globalThis as { [SLOT]?: unknown };
+  const existing = g[SLOT] as { protocol?: unknown } | undefined;
+  if (existing === undefined) {
+    const c = create();
+    g[SLOT] = c;
+    return c;
+  }
+  if (existing.protocol === CONTROLLER_PROTOCOL) return existing as SandboxController;
+  return refusingController(`another copy of pi-auto-mode (sandbox protocol ${String(existing.protocol)}) owns the sandbox in this process`);
+}
+
+/** For tests: forget the process's controller (after draining it). */
+export function resetSharedController(): void {
+  delete (globalThis as { [SLOT]?: unknown })[SLOT];
+}

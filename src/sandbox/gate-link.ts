@@ -1,0 +1,81 @@
+// What the tool-call gate needs from the sandbox, in two calls: judge an escalation request, and
+// record where an admitted bash call runs. Kept here so the gate stays a short list of steps.
+
+import type { ExtensionContext, ToolCallEvent } from "@earendil-works/pi-coding-agent";
+import type { GateContext, GateResult } from "../policy/gate.ts";
+import type { Backend } from "../policy/types.ts";
+import type { EffectiveMode } from "../state/effective.ts";
+import type { AdmissionBook, HostReason } from "./admission.ts";
+import { escalationAsk, reviewEscalation, type EscalationReviewer } from "./escalation.ts";
+
+/** What finally happens to a bash call the gate let through. */
+export type Passed = "allowed" | "sandboxed";
+
+export interface EscalationOutcome {
+  readonly outcome: "allowed" | "denied";
+  /** The tool result text when denied. */
+  readonly denial?: string;
+}
+
+export interface SandboxGateLink {
+  /**
+   * For a bash call that asks to leave the sandbox (or asks malformedly): the fresh review's
+   * outcome. Undefined for every other call, which then goes the ordinary way.
+   */
+  escalation(call: { event: ToolCallEvent; ctx: ExtensionContext; result: GateResult; mode: EffectiveMode }): Promise<EscalationOutcome | undefined>;
+  /** Record where an admitted call runs. Non-bash calls are ignored. */
+  admit(call: { event: ToolCallEvent; passed: Passed; mode: EffectiveMode | "off"; gate?: GateContext; backend: Backend; escalated?: boolean }): void;
+}
+
+/** Modes in which the gate judges calls; an escalation there needs its own review. */
+const GATED: ReadonlySet<EffectiveMode> = new Set(["auto", "auto-review-only", "auto-sandbox-unavailable", "auto-config-fault"]);
+
+const HEAD = "Denied by auto mode's automatic policy (not by the user).";
+
+export function createSandboxGateLink(deps: { readonly admissions: AdmissionBook; readonly reviewer: () => EscalationReviewer }): SandboxGateLink {
+  return {
+    async escalation({ event, ctx, result, mode }) {
+      if (event.toolName !== "bash" || !GATED.has(mode)) return undefined;
+      const ask = escalationAsk(event.input);
+      if (ask.kind === "default") return undefined;
+      if (ask.kind === "invalid") return { outcome: "denied", denial: `${HEAD} ${ask.problem}.` };
+      const command = (event.input as { command?: unknown }).command;
+      const r = await reviewEscalation(
+        {
+          toolCallId: event.toolCallId,
+          command: typeof command === "string" ? command : "",
+          justification: ask.justification,
+          cwd: ctx.cwd,
+          requestHash: result.request?.hash,
+          decision: result.decision,
+        },
+        deps.reviewer(),
+        ctx.signal,
+      );
+      if (r.admitted) return { outcome: "allowed" };
+      return {
+        outcome: "denied",
+        denial: `${HEAD} This command asked to run outside the sandbox, which needs a fresh review, and it was not approved: ${r.reason} It did not run. Run it inside the sandbox without sandbox_permissions if that can work, or ask the user to run it.`,
+      };
+    },
+    admit({ event, passed, mode, gate, backend, escalated }) {
+      if (event.toolName !== "bash") return;
+      const command = (event.input as { command?: unknown }).command;
+      if (typeof command !== "string") return;
+      if (passed === "sandboxed") {
+        // Without the gate's places the sandbox would not know what to protect: leave no admission, so the call does not run.
+        if (!gate) return;
+        deps.admissions.admit(event.toolCallId, {
+          placement: "sandbox",
+          command,
+          scope: { places: gate.judge.places, protectedGlobs: gate.judge.protectedGlobs },
+          backend,
+        });
+        return;
+      }
+      const why: HostReason =
+        mode === "off" ? "gate-off" : mode === "unrestricted" ? "unrestricted" : escalated ? "escalation-approved" : backend === "review-only" ? "review-only" : "allowed-unsandboxed";
+      deps.admissions.admit(event.toolCallId, { placement: "host", command, why, backend });
+    },
+  };
+}

@@ -1,0 +1,184 @@
+// The Linux driver: bubblewrap, called directly, with the hardened command line of bwrap.ts, the
+// seccomp program of seccomp.ts, placeholders for missing protected paths, and resource limits.
+
+import { accessSync, constants, existsSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { delimiter, join } from "node:path";
+import { spawnSync } from "node:child_process";
+import data from "../data/sandbox.json" with { type: "json" };
+import { sandboxEnv } from "../env.ts";
+import { computeLayout } from "../layout.ts";
+import { defaultRunDir, ensureRunDir } from "../run-dir.ts";
+import { spawnSandbox } from "../spawn.ts";
+import type { Prepared, RunRequest, SandboxDriver, StaticCheck } from "../types.ts";
+import { bwrapArgs } from "./bwrap.ts";
+import { createPidsCgroup, inCgroup, processLimitKind, removePidsCgroup, sandboxLimits, type Limits, type PidsCgroup } from "./limits.ts";
+import { createPlaceholderPool, type PlaceholderPool } from "./placeholders.ts";
+import { seccompArch, seccompProgram, type SeccompArch } from "./seccomp.ts";
+
+export interface LinuxDriverOptions {
+  /** Where to look for bwrap; default: PATH, then /usr/bin. */
+  readonly bwrapPath?: string;
+  readonly runDir?: string;
+  readonly limits?: Limits;
+  readonly arch?: string;
+  /** Use a pids cgroup when one can be made (default true). */
+  readonly cgroup?: boolean;
+  /** How long unused placeholders stay (ms); 0 removes them as soon as no command holds them. */
+  readonly lingerMs?: number;
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+const STARTED_FD = 4;
+const SECCOMP_FD = 3;
+
+export function findOnPath(name: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const dirs = (env.PATH ?? "").split(delimiter).filter((d) => d.startsWith("/"));
+  for (const dir of [...dirs, "/usr/bin", "/bin", "/usr/local/bin"]) {
+    const p = join(dir, name);
+    try {
+      accessSync(p, constants.X_OK);
+      if (statSync(p).isFile()) return p;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+export function compareVersions(a: string, b: string): number {
+  const pa = a.split(".").map(Number);
+  const pb = b.split(".").map(Number);
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
+    if (d !== 0) return d;
+  }
+  return 0;
+}
+
+/** Install hints, by the package manager this system has. */
+function installHint(): string {
+  if (existsSync("/usr/bin/apt-get")) return "apt-get install bubblewrap";
+  if (existsSync("/usr/bin/dnf")) return "dnf install bubblewrap";
+  if (existsSync("/sbin/apk")) return "apk add bubblewrap";
+  if (existsSync("/usr/bin/pacman")) return "pacman -S bubblewrap";
+  return "install bubblewrap (the bwrap command)";
+}
+
+export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver {
+  const runDir = opts.runDir ?? defaultRunDir();
+  const registry = join(runDir, "placeholders");
+  const pool: PlaceholderPool = createPlaceholderPool(registry, { lingerMs: opts.lingerMs });
+  let bwrap: string | undefined;
+  let arch: SeccompArch | undefined;
+  let seccompFile: string | undefined;
+  let limits: Limits | undefined;
+  let cgroup: PidsCgroup | undefined;
+  let checked: StaticCheck | undefined;
+
+  const check = (): StaticCheck => {
+    if (checked) return checked;
+    checked = staticCheck();
+    return checked;
+  };
+
+  const staticCheck = (): StaticCheck => {
+    const notes: string[] = [];
+    try {
+      if (/Microsoft/.test(readFileSync("/proc/sys/kernel/osrelease", "utf8"))) return { ok: false, reason: "WSL 1 has no Linux namespaces; use WSL 2", missing: [] };
+    } catch {
+      // no osrelease: the functional probe decides
+    }
+    arch = seccompArch(opts.arch);
+    if (!arch) return { ok: false, reason: `no seccomp program for the ${opts.arch ?? process.arch} architecture (only x64 and arm64)`, missing: [] };
+    bwrap = opts.bwrapPath ?? findOnPath("bwrap", opts.env);
+    if (!bwrap || !existsSync(bwrap)) {
+      const hint = installHint();
+      return { ok: false, reason: `bubblewrap (bwrap) not installed: ${hint}`, missing: [hint] };
+    }
+    if ((statSync(bwrap).mode & 0o4000) !== 0) return { ok: false, reason: `${bwrap} is setuid root; only an unprivileged bubblewrap is supported`, missing: [] };
+    const v = spawnSync(bwrap, ["--version"], { encoding: "utf8", timeout: 5000 });
+    const version = /(\d+\.\d+(?:\.\d+)?)/.exec(v.stdout ?? "")?.[1];
+    if (!version) return { ok: false, reason: `${bwrap} --version did not answer (${(v.error?.message ?? v.stderr ?? "").trim() || `exit ${v.status}`})`, missing: [] };
+    if (compareVersions(version, data.bwrap.minVersion) < 0)
+      return { ok: false, reason: `bubblewrap ${version} is too old: ${data.bwrap.minVersion} or later is needed for --disable-userns`, missing: [`bubblewrap >= ${data.bwrap.minVersion}`] };
+    notes.push(`bubblewrap ${version} at ${bwrap}`);
+    try {
+      ensureRunDir(runDir);
+      // Written under a fresh name and renamed, so a concurrent start never reads half a program.
+      const program = seccompProgram(arch);
+      seccompFile = join(runDir, `seccomp-${arch}.bpf`);
+      let current: Buffer | undefined;
+      try {
+        current = readFileSync(seccompFile);
+      } catch {
+        current = undefined;
+      }
+      if (!current || !current.equals(program)) {
+        const tmp = `${seccompFile}.${process.pid}.tmp`;
+        writeFileSync(tmp, program, { mode: 0o400 });
+        renameSync(tmp, seccompFile);
+      }
+    } catch (e) {
+      return { ok: false, reason: `cannot prepare the sandbox's folder ${runDir}: ${(e as Error).message}`, missing: [] };
+    }
+    limits = sandboxLimits(opts.limits);
+    cgroup = opts.cgroup === false ? undefined : createPidsCgroup(limits.processes);
+    const euid = typeof process.geteuid === "function" ? process.geteuid() : -1;
+    const kind = processLimitKind(cgroup, euid);
+    notes.push(
+      kind === "pids-cgroup"
+        ? `process limit ${limits.processes} (pids cgroup ${cgroup!.dir})`
+        : kind === "rlimit"
+          ? `process limit ${limits.processes} (rlimit)`
+          : "process limit: none (root is exempt from the process rlimit and no pids cgroup could be made)",
+    );
+    notes.push(`memory limit ${Math.round(limits.dataBytes / 2 ** 20)} MiB of data per process`);
+    return { ok: true, notes };
+  };
+
+  return {
+    name: "bubblewrap",
+    platform: "linux",
+    check,
+    prepare(req: RunRequest): Prepared {
+      const c = check();
+      if (!c.ok || !bwrap || !seccompFile || !limits) throw new Error(c.ok ? "the driver is not initialized" : c.reason);
+      const layout = computeLayout({ places: req.scope.places, protectedGlobs: req.scope.protectedGlobs, ownPaths: [runDir] });
+      const hold = pool.acquire(layout.missing);
+      let args: string[];
+      try {
+        args = bwrapArgs({
+          layout,
+          placeholders: [...hold.placeholders, ...hold.existing],
+          cwd: req.cwd,
+          shell: req.shell,
+          command: req.command,
+          limits,
+          fds: { seccomp: SECCOMP_FD, started: STARTED_FD },
+        });
+      } catch (e) {
+        pool.release(hold);
+        throw e;
+      }
+      const run = cgroup ? inCgroup(cgroup, bwrap, args) : { file: bwrap, args };
+      return {
+        layout,
+        spec: { file: run.file, args: run.args, env: sandboxEnv(req.env, layout.tmpRoot), cwd: req.cwd, fd3File: seccompFile, startedFd: STARTED_FD },
+        release: () => pool.release(hold),
+      };
+    },
+    exec: spawnSandbox,
+    settle: () => pool.flush(),
+    shutdown() {
+      pool.flush();
+      if (cgroup) removePidsCgroup(cgroup);
+      cgroup = undefined;
+      // A later start checks again, and makes a new cgroup.
+      checked = undefined;
+    },
+    facts() {
+      const c = check();
+      return c.ok ? c.notes : [c.reason];
+    },
+  };
+}

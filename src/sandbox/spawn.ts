@@ -1,0 +1,138 @@
+// Running one sandbox process, and knowing for certain whether the command inside it started.
+//
+// The sandbox's first shell writes one byte to an extra pipe before it hands over to the
+// command (see the prelude in linux/bwrap.ts). No byte means the command never ran: a start
+// failure of the sandbox itself, whose stderr then says why. A byte means it may have done
+// anything, so whatever happens next, the call is never run again (P9).
+
+import { spawn, type StdioOptions } from "node:child_process";
+import { closeSync, openSync } from "node:fs";
+import { constants as osConstants } from "node:os";
+
+export interface SpawnSpec {
+  readonly file: string;
+  readonly args: readonly string[];
+  readonly env: NodeJS.ProcessEnv;
+  readonly cwd: string;
+  /** A file whose content is handed to the child as fd 3 (the seccomp program), if any. */
+  readonly fd3File?: string;
+  /** The fd number the started byte arrives on (4). */
+  readonly startedFd: number;
+}
+
+export interface SpawnIo {
+  readonly onData: (data: Buffer) => void;
+  readonly signal?: AbortSignal;
+  /** Seconds, as Pi's bash tool takes them. */
+  readonly timeout?: number;
+}
+
+export type SpawnOutcome =
+  | { readonly kind: "exited"; readonly exitCode: number }
+  /** The command never started; `detail` is the sandbox's own complaint. */
+  | { readonly kind: "not-started"; readonly detail: string }
+  | { readonly kind: "aborted"; readonly started: boolean }
+  | { readonly kind: "timeout"; readonly started: boolean; readonly seconds: number };
+
+const MAX_DETAIL = 2000;
+const CLOSE_GRACE_MS = 200;
+
+function killGroup(pid: number | undefined): void {
+  if (pid === undefined) return;
+  try {
+    // The sandbox runs in its own process group; bwrap's --die-with-parent and the pid
+    // namespace take everything inside down with it.
+    process.kill(-pid, "SIGKILL");
+  } catch {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** Spawn a sandbox and wait for it. Never rejects: every way it can end is an outcome. */
+export function spawnSandbox(spec: SpawnSpec, io: SpawnIo): Promise<SpawnOutcome> {
+  return new Promise((resolve) => {
+    if (io.signal?.aborted) {
+      resolve({ kind: "aborted", started: false });
+      return;
+    }
+    let fd3: number | undefined;
+    try {
+      if (spec.fd3File !== undefined) fd3 = openSync(spec.fd3File, "r");
+    } catch (e) {
+      resolve({ kind: "not-started", detail: `cannot open ${spec.fd3File}: ${(e as Error).message}` });
+      return;
+    }
+    const stdio: StdioOptions = ["ignore", "pipe", "pipe"];
+    while (stdio.length < spec.startedFd) stdio.push(stdio.length === 3 && fd3 !== undefined ? fd3 : "ignore");
+    stdio.push("pipe");
+    const child = spawn(spec.file, [...spec.args], { cwd: spec.cwd, env: spec.env, stdio, detached: true });
+    if (fd3 !== undefined) closeSync(fd3);
+
+    let started = false;
+    let ended = false;
+    let timedOut = false;
+    let aborted = false;
+    // Until the start byte, output can only be the sandbox's own (bwrap's complaints).
+    const early: Buffer[] = [];
+    const onOutput = (chunk: Buffer) => {
+      if (started) io.onData(chunk);
+      else early.push(chunk);
+    };
+    child.stdout?.on("data", onOutput);
+    child.stderr?.on("data", onOutput);
+    const startedStream = child.stdio[spec.startedFd];
+    startedStream?.on("data", () => {
+      if (started) return;
+      started = true;
+      for (const c of early.splice(0)) io.onData(c);
+    });
+    startedStream?.on("error", () => {});
+
+    const onAbort = () => {
+      aborted = true;
+      killGroup(child.pid);
+    };
+    io.signal?.addEventListener("abort", onAbort, { once: true });
+    const timer =
+      io.timeout !== undefined
+        ? setTimeout(() => {
+            timedOut = true;
+            killGroup(child.pid);
+          }, io.timeout * 1000)
+        : undefined;
+
+    const finish = (code: number | null, signal: NodeJS.Signals | null, error?: Error) => {
+      if (ended) return;
+      ended = true;
+      if (timer) clearTimeout(timer);
+      io.signal?.removeEventListener("abort", onAbort);
+      if (aborted) return resolve({ kind: "aborted", started });
+      if (timedOut) return resolve({ kind: "timeout", started, seconds: io.timeout ?? 0 });
+      if (!started) {
+        const text = Buffer.concat(early).toString("utf8").trim().slice(0, MAX_DETAIL);
+        const why = error ? `${spec.file}: ${error.message}` : text || `${spec.file} exited with ${code ?? signal} before the command started`;
+        return resolve({ kind: "not-started", detail: why });
+      }
+      const exitCode = code ?? (signal ? 128 + (osConstants.signals[signal] ?? 0) : 1);
+      resolve({ kind: "exited", exitCode });
+    };
+    child.on("error", (e) => finish(null, null, e));
+    // 'close' waits for every stdio stream, so the started byte and all output are in. The pid
+    // namespace ends every process of the sandbox with it, so close follows exit closely; the
+    // grace period only guards against a descendant that somehow kept a pipe.
+    child.on("close", (code, signal) => finish(code, signal));
+    child.on("exit", (code, signal) => {
+      setTimeout(() => {
+        if (ended) return;
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        startedStream?.destroy();
+        finish(code, signal);
+      }, CLOSE_GRACE_MS).unref();
+    });
+  });
+}

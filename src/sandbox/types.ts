@@ -1,0 +1,64 @@
+// The sandbox's vocabulary: what a platform driver does, what a probe finds, how a run ends.
+
+import type { Places } from "../policy/places.ts";
+import type { Backend } from "../policy/types.ts";
+import type { SandboxLayout } from "./layout.ts";
+import type { SpawnIo, SpawnOutcome, SpawnSpec } from "./spawn.ts";
+
+/** What the gate judged a call against; the sandbox enforces the same places. */
+export interface SandboxScope {
+  readonly places: Places;
+  readonly protectedGlobs: readonly string[];
+}
+
+export interface RunRequest {
+  /** The command string exactly as Pi's bash tool would run it (command prefix included). */
+  readonly command: string;
+  readonly cwd: string;
+  readonly scope: SandboxScope;
+  /** The environment Pi would give the command; the driver filters it. */
+  readonly env: NodeJS.ProcessEnv;
+  /** The bash to run inside (Pi's shellPath setting, or /bin/bash). */
+  readonly shell: string;
+}
+
+export interface Prepared {
+  readonly spec: SpawnSpec;
+  readonly layout: SandboxLayout;
+  /** Give back what `prepare` took (placeholders). Throws when cleanup fails. */
+  release(): void;
+}
+
+export type ProbeResult =
+  | { readonly ok: true; readonly ms: number; readonly driver: string; readonly notes: readonly string[] }
+  | { readonly ok: false; readonly ms: number; readonly driver: string; readonly reason: string; readonly missing: readonly string[] };
+
+export type StaticCheck = { readonly ok: true; readonly notes: readonly string[] } | { readonly ok: false; readonly reason: string; readonly missing: readonly string[] };
+
+/** One platform's sandbox. The controller owns the policy around it (leases, failures, drain). */
+export interface SandboxDriver {
+  readonly name: string;
+  readonly platform: "linux" | "darwin";
+  /** Dependencies and kernel features, before anything runs (probe.ts then runs the real thing). */
+  check(): StaticCheck;
+  /** Compute the layout, take placeholders, build the command line. Throws `RequestError` for a call the sandbox cannot take, anything else for an infrastructure fault. */
+  prepare(req: RunRequest): Prepared;
+  exec(spec: SpawnSpec, io: SpawnIo): Promise<SpawnOutcome>;
+  /** Remove placeholders that no command holds any more, now rather than after their linger. Throws when cleanup fails. */
+  settle(): void;
+  /** Release process-wide resources (placeholders, cgroup). Throws when cleanup fails. */
+  shutdown(): void;
+  /** Facts for `doctor`. */
+  facts(): readonly string[];
+}
+
+/** A call the sandbox cannot take for reasons of its own (not an infrastructure fault). */
+export class RequestError extends Error {
+  override name = "RequestError";
+}
+
+export interface BackendStatus {
+  readonly backend: Backend;
+  /** Why the backend is not `sandboxed`, or what runs it. */
+  readonly reason: string;
+}
