@@ -15,17 +15,39 @@ import { createRuntimeState } from "./state/runtime-state.ts";
 import { MODE_ENTRY_TYPE, restoredMode, type ModeEntry } from "./state/session.ts";
 import { createToolCallGate } from "./tools/tool-call-gate.ts";
 import { showStatus } from "./ui/status.ts";
+import { createSandboxedBashTool } from "./tools/bash.ts";
+import { createAdmissionBook } from "./sandbox/admission.ts";
+import { sharedController } from "./sandbox/controller.ts";
+import { NO_REVIEWER } from "./sandbox/escalation.ts";
+import { createSandboxGateLink } from "./sandbox/gate-link.ts";
 import { homedir } from "node:os";
+import { randomUUID } from "node:crypto";
 
 export default function autoMode(pi: ExtensionAPI): void {
-  // The OS sandbox lands in a later issue; until then every bash call is judged as review-only.
+  // The OS sandbox: one controller per process, whose probe picks the backend (P5, P16).
   // Global state is the durable, cross-process store under Pi's agent dir (P12).
-  const runtime = createRuntimeState(followingGlobalState(getAgentDir), () => "review-only");
+  const sandbox = sharedController();
+  const sandboxOwner = `session-${randomUUID()}`;
+  const runtime = createRuntimeState(followingGlobalState(getAgentDir), () => sandbox.status().backend);
+  const admissions = createAdmissionBook();
+  pi.registerTool(createSandboxedBashTool({ controller: () => sandbox, admissions, settings: () => pi.getSettings() }));
 
+  let lastCtx: ExtensionContext | undefined;
   const refresh = (ctx: ExtensionContext) => {
+    lastCtx = ctx;
     const health = loadPolicyConfig({ agentDir: getAgentDir(), cwd: ctx.cwd, home: homedir() }).ok ? "ok" : "fault";
-    showStatus(ctx.ui, runtime.label(health));
+    const label = runtime.label(health);
+    // The footer says why the sandbox is unavailable, not only that it is (P16).
+    showStatus(ctx.ui, runtime.effective(health) === "auto-sandbox-unavailable" ? `${label}: ${sandbox.status().reason}` : label);
   };
+  // A sandbox failure during a command changes the backend: the footer follows at once.
+  const unsubscribe = sandbox.subscribe(() => {
+    try {
+      if (lastCtx) refresh(lastCtx);
+    } catch {
+      // a stale context after shutdown: nothing to show it on
+    }
+  });
 
   pi.on("session_start", async (event, ctx) => {
     const entries = ctx.sessionManager.getBranch().flatMap((e) => (e.type === "custom" ? [{ customType: e.customType, data: e.data }] : []));
@@ -35,7 +57,10 @@ export default function autoMode(pi: ExtensionAPI): void {
     const last = [...entries].reverse().find((e) => e.customType === MODE_ENTRY_TYPE);
     if (event.reason !== "reload" && last && (last.data as ModeEntry | undefined)?.mode !== "auto") pi.appendEntry<ModeEntry>(MODE_ENTRY_TYPE, { mode: "auto" });
     await runtime.global.read();
+    sandbox.attach(sandboxOwner);
+    const backend = await sandbox.ready();
     refresh(ctx);
+    if (backend.backend === "unavailable" && ctx.hasUI) ctx.ui.notify(`auto mode: the OS sandbox is unavailable, so shell commands are denied: ${backend.reason}`, "warning");
   });
 
   // The reviewer (issue 4): one service per runtime; its usage is owed to the calls' results.
@@ -52,11 +77,15 @@ export default function autoMode(pi: ExtensionAPI): void {
   });
 
   // Lifecycle changes move the session revision, so nothing bound to the old one still matches.
-  pi.on("session_shutdown", (_e, ctx) => {
+  pi.on("session_shutdown", async (_e, ctx) => {
     runtime.bump();
     reviews.abortAll("the session is shutting down");
     ledger.clear();
     if (ctx.hasUI) ctx.ui.setStatus(REVIEW_STATUS_KEY, undefined);
+    unsubscribe();
+    lastCtx = undefined;
+    // The last session of the process drains the sandbox: running commands end, placeholders go.
+    await sandbox.detach(sandboxOwner);
   });
   pi.on("session_tree", () => void runtime.bump());
 
@@ -71,6 +100,8 @@ export default function autoMode(pi: ExtensionAPI): void {
       },
       review: createReviewHook({ runtime, service: reviews, ledger, record: (r) => pi.appendEntry(REVIEW_ENTRY_TYPE, r) }),
       off: refresh,
+      // Escalations need the reviewer; until it judges them, every escalation is denied.
+      sandbox: createSandboxGateLink({ admissions, reviewer: () => NO_REVIEWER }),
     }),
   );
 

@@ -10,6 +10,7 @@ import type { RuntimeState } from "../state/runtime-state.ts";
 import { defaultTmpRoot, selfPaths } from "../state/locations.ts";
 import type { EffectiveMode } from "../state/effective.ts";
 import type { ReviewHook } from "./review-call.ts";
+import type { SandboxGateLink } from "../sandbox/gate-link.ts";
 
 export interface GateDeps {
   readonly runtime: RuntimeState;
@@ -20,6 +21,8 @@ export interface GateDeps {
   readonly review?: ReviewHook;
   /** Called when auto mode is off (perhaps just turned off by another process), for the status line. */
   readonly off?: (ctx: ExtensionContext) => void;
+  /** Escalation requests and where admitted bash calls run; without it no call runs sandboxed. */
+  readonly sandbox?: SandboxGateLink;
 }
 
 /** Modes in which a `review` route goes to the reviewer (not off, unrestricted or at fault). */
@@ -53,6 +56,7 @@ export function createToolCallGate(deps: GateDeps) {
     const global = await runtime.global.read();
     if (!readEnabled(global)) {
       deps.off?.(ctx);
+      deps.sandbox?.admit({ event, passed: "allowed", mode: "off", backend: runtime.backend() });
       return undefined;
     }
     tmpRoot ??= defaultTmpRoot();
@@ -62,7 +66,12 @@ export function createToolCallGate(deps: GateDeps) {
     const mode = runtime.effective(gate.config.ok ? "ok" : "fault");
     let outcome = outcomeFor(result.decision, mode);
     let denial: string | undefined;
-    if (result.decision.route === "review" && REVIEWING.has(mode) && result.request && deps.review) {
+    // A bash call asking to leave the sandbox gets a fresh review of its own (P7), or a denial.
+    const escalation = await deps.sandbox?.escalation({ event, ctx, result, mode });
+    if (escalation) {
+      outcome = escalation.outcome;
+      denial = escalation.denial;
+    } else if (result.decision.route === "review" && REVIEWING.has(mode) && result.request && deps.review) {
       const admission = await deps.review({ event, ctx, request: result.request, decision: result.decision, rejudge: () => decide(event.toolName, event.input, gate, runtime.backend()) });
       if (admission.kind === "deny") {
         outcome = "denied";
@@ -74,6 +83,8 @@ export function createToolCallGate(deps: GateDeps) {
         if (outcome === "denied") denial = denialText(contained, mode);
       } else outcome = "allowed";
     }
+    // Nobody would run it contained: deny rather than let Pi's own bash run it bare (P5).
+    if (outcome === "sandboxed" && !deps.sandbox) outcome = "denied";
     deps.record(
       decisionRecord(
         {
@@ -94,6 +105,7 @@ export function createToolCallGate(deps: GateDeps) {
     if (outcome === "denied") return { block: true, reason: denial ?? denialText(result.decision, mode) };
     // What was judged is what runs: a later extension that rewrites the input now throws, which blocks the call.
     deepFreeze(event.input);
+    deps.sandbox?.admit({ event, passed: outcome, mode, gate, backend: runtime.backend(), escalated: escalation?.outcome === "allowed" });
     return undefined;
   };
 }
@@ -101,6 +113,8 @@ export function createToolCallGate(deps: GateDeps) {
 function outcomeFor(d: Decision, mode: EffectiveMode): Outcome {
   if (mode === "unrestricted") return d.route === "deny" && ALWAYS_DENIED.has(d.reason) ? "denied" : "allowed";
   if (d.route === "allow") return "allowed";
-  // Until the reviewer and the sandbox executor exist, review and sandbox routes cannot run (P5).
+  // The sandbox route only exists under the sandboxed backend, and `auto` says it is healthy now.
+  if (d.route === "sandbox") return mode === "auto" ? "sandboxed" : "denied";
+  // A review route runs only through the reviewer (above); without one it cannot run (P5).
   return "denied";
 }
