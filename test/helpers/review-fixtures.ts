@@ -2,7 +2,7 @@
 // (models.json custom providers, auth.json), optionally with faux providers registered, and
 // actions built through the real canonical request code.
 
-import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fauxProvider, type FauxModelDefinition } from "@earendil-works/pi-ai";
@@ -22,8 +22,16 @@ export interface Registry {
   readonly agentDir: string;
 }
 
+const made: string[] = [];
+// Removed when the test process ends, whatever the tests did with them.
+process.on("exit", () => {
+  for (const d of made) rmSync(d, { recursive: true, force: true });
+});
+
 export function tempAgentDir(prefix = "pi-auto-mode-review-"): string {
-  const dir = join(realpathSync(mkdtempSync(join(tmpdir(), prefix))), "agent");
+  const root = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
+  made.push(root);
+  const dir = join(root, "agent");
   mkdirSync(dir, { recursive: true });
   return dir;
 }
