@@ -4,6 +4,7 @@
 // of a process through a well-known symbol, because Pi loads a fresh copy of the extension
 // module for each session.
 
+import { resolve } from "node:path";
 import { createDurableGlobalState } from "./durable-store.ts";
 import { agentDirFromEnv } from "./locations.ts";
 import {
@@ -52,12 +53,14 @@ export function createMemoryGlobalState(initial: Partial<GlobalSnapshot> = {}): 
   };
 }
 
-const PROCESS_KEY = Symbol.for("pi-auto-mode:global-state");
+// Versioned: an older copy of this package in the same process kept a different shape here.
+const PROCESS_KEY = Symbol.for("pi-auto-mode:global-state-stores/1");
 
 /** The store shared by every runtime of this process for one agent dir. */
 export function processGlobalState(agentDir: string = agentDirFromEnv()): GlobalStateStore {
   const g = globalThis as { [PROCESS_KEY]?: Map<string, GlobalStateStore> };
   const stores = (g[PROCESS_KEY] ??= new Map());
+  agentDir = resolve(agentDir);
   let store = stores.get(agentDir);
   if (!store) {
     store = createDurableGlobalState({ agentDir });
