@@ -85,6 +85,7 @@ function ownPidsCgroupDir(): string | undefined {
 }
 
 const CGROUP_PREFIX = "pi-auto-mode-";
+let cgroupSeq = 0;
 
 /**
  * A child pids cgroup for this process's sandboxes, or undefined where we cannot make one (then
@@ -108,7 +109,8 @@ export function createPidsCgroup(max: number): PidsCgroup | undefined {
   } catch {
     return undefined;
   }
-  const dir = join(parent, `${CGROUP_PREFIX}${process.pid}-${processStart(process.pid) ?? "0"}`);
+  // One per driver (a process normally has one; tests make several with other limits).
+  const dir = join(parent, `${CGROUP_PREFIX}${process.pid}-${processStart(process.pid) ?? "0"}-${++cgroupSeq}`);
   try {
     if (!existsSync(dir)) mkdirSync(dir);
     writeFileSync(join(dir, "pids.max"), String(max));

