@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import lockfile from "proper-lockfile";
 import { createDurableGlobalState } from "../src/state/durable-store.ts";
+import { followingGlobalState } from "../src/state/global.ts";
 
 interface Stats {
   readonly n: number;
@@ -58,13 +59,18 @@ mkdirSync(base, { recursive: true });
 const root = mkdtempSync(join(base, "pi-auto-mode-state-bench-"));
 const agentDir = join(root, "agent");
 const store = createDurableGlobalState({ agentDir });
+// The process-wide store the wrapper finds must be this one, so both rows measure the same cache.
+(globalThis as Record<symbol, unknown>)[Symbol.for("pi-auto-mode:global-state-stores/1")] = new Map([[agentDir, store]]);
 await store.setReviewer({ provider: "anthropic", model: "claude-haiku-4-5", thinking: "low" });
 const r = await store.read();
 if (r.kind !== "ok") throw new Error(`unexpected state: ${JSON.stringify(r)}`);
 
 const CHECKS = 200_000;
 const files = ["state.json", "revision.json", "revision.recovery.json"].map((f) => join(store.dir, f));
+// The extension's store follows Pi's agent dir (getAgentDir()) at every call.
+const following = followingGlobalState(() => agentDir);
 const gate = {
+  "read() via the extension's wrapper": await sample(CHECKS, () => following.read()),
   "store.read() (what the gate awaits)": await sample(CHECKS, () => store.read()),
   "store.check() (its synchronous part)": sampleSync(CHECKS, () => store.check()),
   "baseline: 1 x statSync": sampleSync(CHECKS, () => statSync(files[0]!, { throwIfNoEntry: false })),
@@ -104,7 +110,7 @@ const row = (name: string, s: Stats) => `  ${name.padEnd(44)} n=${String(s.n).pa
 console.log(`durable global state, in ${root} (Node ${process.versions.node}, ${process.platform})`);
 console.log("\n(a) per-gate state check, nothing changed  [target: p99 < 50 µs]");
 for (const [name, s] of Object.entries(gate)) console.log(row(name, s));
-const p99 = gate["store.read() (what the gate awaits)"].p99;
+const p99 = Math.max(gate["store.read() (what the gate awaits)"].p99, gate["read() via the extension's wrapper"].p99);
 console.log(`  -> read() p99 ${fmt(p99)}: ${p99 < 50 ? "within" : "OVER"} the target`);
 console.log("\n(b) one commit: lock, recovery watermark, primary watermark, config, unlock  [target: median < 20 ms]");
 console.log(row("store.setEnabled()", commit));
