@@ -38,7 +38,7 @@ export default function autoMode(pi: ExtensionAPI): void {
     const health = loadPolicyConfig({ agentDir: getAgentDir(), cwd: ctx.cwd, home: homedir() }).ok ? "ok" : "fault";
     const label = runtime.label(health);
     // The footer says why the sandbox is unavailable, not only that it is (P16).
-    showStatus(ctx.ui, runtime.effective(health) === "auto-sandbox-unavailable" ? `${label}: ${sandbox.status().reason}` : label);
+    showStatus(ctx.ui, runtime.effective(health) === "auto-sandbox-unavailable" ? `${label} — ${sandbox.status().reason}` : label);
   };
   // A sandbox failure during a command changes the backend: the footer follows at once.
   const unsubscribe = sandbox.subscribe(() => {
