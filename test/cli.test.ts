@@ -219,8 +219,9 @@ describe("doctor", PARALLEL, () => {
     assert.deepEqual(d.agentDir, { path: agentDir, source: "PI_CODING_AGENT_DIR" });
     assert.equal(d.config!.status, "missing");
     assert.equal(d.config!.userPath, join(agentDir, "auto-mode.json"));
-    assert.equal(d.backend!.name, "review-only");
-    assert.match(d.backend!.why as string, /sandbox/);
+    // The backend comes from the sandbox probe (sandbox-cli.test.ts checks it in detail).
+    assert.ok(["sandboxed", "unavailable", "review-only"].includes(d.backend!.name as string));
+    assert.equal(typeof d.backend!.why, "string");
     assert.equal(d.reviewer!.configured, false);
   });
 

@@ -8,6 +8,7 @@ import type { Backend } from "../policy/types.ts";
 import { parseArgs, type CommandSpec } from "./args.ts";
 import { defaultTmpRootPath } from "../state/locations.ts";
 import { EXIT, type Io } from "./io.ts";
+import { sandboxDoctor, type SandboxDoctor } from "./sandbox.ts";
 
 export const DOCTOR_HELP = `Usage:
   pi-auto-mode doctor [--json]
@@ -22,7 +23,8 @@ Options:
   -h, --help   show this help
 
 Exit status: 0 when healthy, 1 when the configuration is invalid (the gate then denies
-every call until it is fixed).
+every call until it is fixed) or the OS sandbox is unavailable (then every shell command
+is denied; the probe's reason and what is missing are printed).
 `;
 
 const SPEC: CommandSpec = { flags: { json: "boolean" }, positionals: [], rest: false };
@@ -93,6 +95,8 @@ export interface DoctorReport {
   };
   readonly tmpRoot: string;
   readonly backend: { readonly name: Backend; readonly why: string };
+  /** The capability probe behind the backend, what is missing, and the sandbox's limits. */
+  readonly sandbox: Omit<SandboxDoctor, "name" | "why">;
   readonly reviewer: { readonly configured: boolean; readonly why: string };
 }
 
@@ -114,8 +118,9 @@ export async function doctorReport(io: Io): Promise<DoctorReport> {
   const tmpRoot = (loaded.ok ? loaded.config.tmpRoot : undefined) ?? defaultTmpRootPath();
   const pi = findPi();
   const supported = pkg.peerDependencies?.[PI_PACKAGE] ?? "*";
+  const sandbox = await sandboxDoctor();
   return {
-    ok: config.status !== "fault",
+    ok: config.status !== "fault" && sandbox.name !== "unavailable",
     node: { version: process.versions.node, required: pkg.engines?.node ?? "" },
     pi: pi
       ? { status: "installed", version: pi.version, path: pi.path, supported, compatible: satisfiesMinorRange(pi.version, supported) }
@@ -123,7 +128,8 @@ export async function doctorReport(io: Io): Promise<DoctorReport> {
     agentDir: { path: agentDir, source: io.env.PI_CODING_AGENT_DIR ? "PI_CODING_AGENT_DIR" : "default" },
     config,
     tmpRoot,
-    backend: { name: "review-only", why: "review-only: the OS sandbox is not implemented yet" },
+    backend: { name: sandbox.name, why: sandbox.why },
+    sandbox: { probe: sandbox.probe, missing: sandbox.missing, facts: sandbox.facts },
     reviewer: await (await import("./review.ts")).reviewerStatus(agentDir),
   };
 }
@@ -142,9 +148,16 @@ function human(r: DoctorReport): string {
     ["", `project file ${r.config.projectPath}`],
     ["tmp root", r.tmpRoot],
     ["backend", r.backend.why],
+    ...r.sandbox.facts.map((f): [string, string] => ["", f]),
+    ...(r.sandbox.probe ? [["probe", r.sandbox.probe.ok ? `ok in ${r.sandbox.probe.ms} ms (${r.sandbox.probe.driver})` : `failed: ${r.sandbox.probe.reason}`] as [string, string]] : []),
+    ...r.sandbox.missing.map((m): [string, string] => ["missing", m]),
     ["reviewer", r.reviewer.why],
   ];
-  return rows.map(([k, v]) => `${k.padEnd(10)} ${v}`).join("\n") + "\n" + (r.ok ? "" : "\nPROBLEM: the configuration is invalid; auto mode denies every call until it is fixed.\n");
+  const problems = [
+    ...(r.config.status === "fault" ? ["PROBLEM: the configuration is invalid; auto mode denies every call until it is fixed."] : []),
+    ...(r.backend.name === "unavailable" ? ["PROBLEM: the OS sandbox is unavailable; auto mode denies every shell command until it is fixed."] : []),
+  ];
+  return rows.map(([k, v]) => `${k.padEnd(10)} ${v}`).join("\n") + "\n" + (problems.length > 0 ? `\n${problems.join("\n")}\n` : "");
 }
 
 export async function runDoctor(argv: readonly string[], io: Io): Promise<number> {

@@ -5,11 +5,12 @@ import { runCheck } from "./check.ts";
 import { ownPackage, runDoctor } from "./doctor.ts";
 import { runEval } from "./eval.ts";
 import { CliError, EXIT, processIo, type Io } from "./io.ts";
+import { runSandbox } from "./sandbox.ts";
 
 /** A subcommand. The command modules load the gate lazily, after their arguments are parsed. */
 type Command = (argv: readonly string[], io: Io) => Promise<number>;
 
-const COMMANDS: Readonly<Record<string, Command>> = { check: runCheck, eval: runEval, doctor: runDoctor };
+const COMMANDS: Readonly<Record<string, Command>> = { check: runCheck, eval: runEval, doctor: runDoctor, sandbox: runSandbox };
 
 export const MAIN_HELP = `Usage: pi-auto-mode <command> [options]
 
@@ -19,6 +20,7 @@ Commands:
   check    judge one tool call: --tool NAME --input JSON, or -- COMMAND... for bash
   eval     score a labelled corpus (JSON lines) against a fresh workspace
   doctor   report Node, Pi, agent dir, configuration, backend and reviewer
+  sandbox  run one command in the OS sandbox as the agent's bash would: -- COMMAND...
 
 Options:
   -h, --help     show this help (pi-auto-mode <command> --help for a command's)

@@ -154,6 +154,8 @@ export function createController(opts: ControllerOptions = {}): SandboxControlle
 
   const ready = async (): Promise<BackendStatus> => {
     if (!driver) return status();
+    // The probe already takes resources (a cgroup, the seccomp file): give them back at exit.
+    installExitHook();
     if (!probed) {
       probing ??= probe(driver).then((r) => {
         probed = r;

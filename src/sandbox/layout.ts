@@ -49,10 +49,14 @@ const NAMES = new Set([...pathData.protectedNames, ...pathData.protectedFileName
 const SEQUENCES = pathData.protectedSequences.map((s) => s.map(lower));
 const REGENERABLE = new Set(pathData.regenerableDirs.map(lower));
 /** Canonical spellings of the protected entries a workspace root gets, existing or not. */
-const ROOT_ENTRIES: readonly string[] = [...pathData.protectedNames, ...pathData.protectedFileNames, ...pathData.protectedSequences.map((s) => s.join("/"))];
+export const ROOT_ENTRIES: readonly string[] = [...pathData.protectedNames, ...pathData.protectedFileNames, ...pathData.protectedSequences.map((s) => s.join("/"))];
 
 function lexists(p: string): boolean {
-  return lstatSync(p, { throwIfNoEntry: false }) !== undefined;
+  try {
+    return lstatSync(p, { throwIfNoEntry: false }) !== undefined;
+  } catch {
+    return false; // ENOTDIR and the like: not there
+  }
 }
 
 function realOrUndefined(p: string): string | undefined {
@@ -63,12 +67,22 @@ function realOrUndefined(p: string): string | undefined {
   }
 }
 
-/** The first component of `p` below its deepest existing ancestor: where a placeholder blocks creating `p`. */
-function firstMissing(p: string): string | undefined {
+/**
+ * What keeps `p` from being created: the first missing component below its deepest existing
+ * ancestor (a placeholder goes there), or, when that ancestor is not a directory, the ancestor
+ * itself (bound read-only, it cannot be swapped for a directory).
+ */
+function blocker(p: string): { readonly kind: "missing" | "existing"; readonly path: string } | undefined {
   let cur = p;
   let missing: string | undefined;
   for (;;) {
-    if (lexists(cur)) return missing;
+    let st;
+    try {
+      st = lstatSync(cur, { throwIfNoEntry: false });
+    } catch {
+      st = undefined; // ENOTDIR: a file on the way; keep walking up to it
+    }
+    if (st) return missing === undefined ? undefined : st.isDirectory() ? { kind: "missing", path: missing } : { kind: "existing", path: cur };
     missing = cur;
     const parent = dirname(cur);
     if (parent === cur) return undefined;
@@ -140,8 +154,8 @@ export function computeLayout(input: LayoutInput): SandboxLayout {
     const p = join(workspace, entry);
     if (lexists(p)) protect(p);
     else {
-      const m = firstMissing(p);
-      if (m && isWithin(workspace, m) && m !== workspace) missing.add(m);
+      const m = blocker(p);
+      if (m && isWithin(workspace, m.path) && m.path !== workspace) (m.kind === "missing" ? missing : readOnly).add(m.path);
     }
   }
   for (const g of places.gitDirs) if (inWritable(g)) readOnly.add(g);
@@ -157,8 +171,8 @@ export function computeLayout(input: LayoutInput): SandboxLayout {
     if (lexists(p)) {
       if (!secrets.has(p)) protect(p);
     } else {
-      const m = firstMissing(p);
-      if (m && inWritable(m) && !writable.includes(m)) missing.add(m);
+      const m = blocker(p);
+      if (m && inWritable(m.path) && !writable.includes(m.path)) (m.kind === "missing" ? missing : readOnly).add(m.path);
     }
   }
 

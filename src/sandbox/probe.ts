@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { buildPlaces } from "../policy/places.ts";
+import { ROOT_ENTRIES } from "./layout.ts";
 import type { ProbeResult, SandboxDriver } from "./types.ts";
 
 const PROBE_TIMEOUT_S = 20;
@@ -66,6 +67,9 @@ export async function probeDriver(driver: SandboxDriver): Promise<ProbeResult> {
     const home = join(root, "home");
     for (const d of [join(ws, ".git"), tmp, out, join(home, ".ssh")]) mkdirSync(d, { recursive: true });
     writeFileSync(join(ws, ".git", "HEAD"), "ref: refs/heads/main\n");
+    // Every other protected name exists as an empty file (bound read-only), so the probe needs
+    // one placeholder (.codex) rather than dozens: directories are slow to remove on some disks.
+    for (const entry of ROOT_ENTRIES) if (entry !== ".git" && entry !== ".codex" && !entry.includes("/")) writeFileSync(join(ws, entry), "");
     const secret = `probe-secret-${randomBytes(6).toString("hex")}`;
     writeFileSync(join(home, ".ssh", "id_probe"), secret);
     server = await listen();

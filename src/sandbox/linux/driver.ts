@@ -170,9 +170,16 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
     exec: spawnSandbox,
     settle: () => pool.flush(),
     shutdown() {
-      pool.flush();
+      let failure: unknown;
+      try {
+        pool.flush();
+      } catch (e) {
+        failure = e;
+      }
+      // The cgroup goes either way; a placeholder that would not go is still reported.
       if (cgroup) removePidsCgroup(cgroup);
       cgroup = undefined;
+      if (failure) throw failure;
       // A later start checks again, and makes a new cgroup.
       checked = undefined;
     },

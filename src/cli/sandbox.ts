@@ -1,0 +1,132 @@
+// `pi-auto-mode sandbox [--cwd DIR] [--timeout S] -- COMMAND...`: run one command in the OS
+// sandbox exactly as the agent's bash would (same layout, same protected paths, same filtered
+// environment, same limits), streaming its output and returning its exit code. Users try their
+// build here before they trust auto mode with it. Also the sandbox's part of `doctor`.
+
+import { existsSync } from "node:fs";
+import { homedir } from "node:os";
+import { resolve } from "node:path";
+import type { Backend } from "../policy/types.ts";
+import { parseArgs, type CommandSpec } from "./args.ts";
+import { CliError, EXIT, type Io } from "./io.ts";
+
+export const SANDBOX_HELP = `Usage:
+  pi-auto-mode sandbox [--cwd DIR] [--timeout SECONDS] -- COMMAND...
+
+Run one command in the OS sandbox exactly as the agent's bash tool would: writable only in
+DIR (default: the current directory) and the temporary root, protected paths read-only,
+identity secrets hidden, credentials removed from the environment, no network, process and
+memory limits. Output is streamed; the exit status is the command's.
+
+One word after -- is a shell command line (pi-auto-mode sandbox -- 'npm test && echo ok');
+several words are one command and its arguments, quoted for you.
+
+Options:
+  --cwd DIR          the workspace (and working directory) of the command
+  --timeout SECONDS  stop the command after this many seconds
+  -h, --help         show this help
+
+Exit status: the command's; 124 when it timed out; 125 when the sandbox is unavailable or
+could not run the command (the reason is printed); 130 when interrupted.
+`;
+
+const SPEC: CommandSpec = { flags: { cwd: "string", timeout: "string" }, positionals: [], rest: true };
+
+export const SANDBOX_EXIT = { timeout: 124, unavailable: 125, interrupted: 130 } as const;
+
+/** Quote one word for bash. */
+export function shellQuote(word: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+/** The command line the sandbox runs for the words after `--`. */
+export function commandLine(words: readonly string[]): string {
+  return words.length === 1 ? words[0]! : words.map(shellQuote).join(" ");
+}
+
+export async function runSandbox(argv: readonly string[], io: Io): Promise<number> {
+  const args = parseArgs("sandbox", argv, SPEC);
+  if (args.help) {
+    io.out(SANDBOX_HELP);
+    return EXIT.ok;
+  }
+  if (!args.rest || args.rest.length === 0) throw new CliError("sandbox: missing the command (pi-auto-mode sandbox -- COMMAND...)");
+  const cwd = resolve(io.cwd, args.strings.get("cwd") ?? ".");
+  if (!existsSync(cwd)) throw new CliError(`sandbox: --cwd ${cwd} does not exist`);
+  const timeoutText = args.strings.get("timeout");
+  const timeout = timeoutText === undefined ? undefined : Number(timeoutText);
+  if (timeout !== undefined && (!Number.isFinite(timeout) || timeout <= 0)) throw new CliError(`sandbox: --timeout must be a positive number of seconds, not ${JSON.stringify(timeoutText)}`);
+
+  const { prepareGate } = await import("../policy/gate.ts");
+  const { agentDirFromEnv, defaultTmpRoot, selfPaths } = await import("../state/locations.ts");
+  const { sharedController } = await import("../sandbox/controller.ts");
+  const { findOnPath } = await import("../sandbox/linux/driver.ts");
+  const home = homedir();
+  const agentDir = agentDirFromEnv(io.env, home);
+  // The same places and configuration the gate judges the agent's calls against.
+  const gate = prepareGate({ cwd, home, agentDir, defaultTmpRoot: defaultTmpRoot(), selfPaths: selfPaths(agentDir) });
+  if (!gate.config.ok) {
+    io.err(`pi-auto-mode sandbox: the configuration ${gate.config.path} is invalid (${gate.config.message}); auto mode runs nothing until it is fixed\n`);
+    return SANDBOX_EXIT.unavailable;
+  }
+  const controller = sharedController();
+  const status = await controller.ready();
+  if (status.backend !== "sandboxed") {
+    io.err(`pi-auto-mode sandbox: no OS sandbox (${status.backend}): ${status.reason}\n`);
+    return SANDBOX_EXIT.unavailable;
+  }
+  const shell = existsSync("/bin/bash") ? "/bin/bash" : (findOnPath("bash", io.env) ?? "bash");
+  const abort = new AbortController();
+  const onSignal = () => abort.abort();
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  try {
+    const r = await controller.run(
+      { command: commandLine(args.rest), cwd, scope: { places: gate.judge.places, protectedGlobs: gate.judge.protectedGlobs }, env: io.env, shell },
+      { onData: (b) => io.out(b.toString("utf8")), signal: abort.signal, timeout },
+    );
+    switch (r.kind) {
+      case "exited":
+        return r.exitCode;
+      case "timeout":
+        io.err(`pi-auto-mode sandbox: timed out after ${r.seconds} s\n`);
+        return SANDBOX_EXIT.timeout;
+      case "aborted":
+        return SANDBOX_EXIT.interrupted;
+      case "refused":
+      case "not-started":
+      case "ambiguous":
+        io.err(`pi-auto-mode sandbox: ${r.kind === "ambiguous" ? "the sandbox failed while the command ran" : "the command did not run"}: ${r.reason}\n`);
+        return SANDBOX_EXIT.unavailable;
+    }
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    await controller.drain();
+  }
+}
+
+export interface SandboxDoctor {
+  readonly name: Backend;
+  readonly why: string;
+  readonly probe: { readonly ok: boolean; readonly ms: number; readonly driver: string; readonly reason: string | null } | null;
+  /** What to install, when something is missing. */
+  readonly missing: readonly string[];
+  /** Driver facts: versions, process and memory limits. */
+  readonly facts: readonly string[];
+}
+
+/** The backend this machine gives the gate, and why: runs the capability probe. */
+export async function sandboxDoctor(): Promise<SandboxDoctor> {
+  const { sharedController } = await import("../sandbox/controller.ts");
+  const controller = sharedController();
+  const status = await controller.ready();
+  const p = controller.probeResult();
+  return {
+    name: status.backend,
+    why: `${status.backend}: ${status.reason}`,
+    probe: p ? { ok: p.ok, ms: p.ms, driver: p.driver, reason: p.ok ? null : p.reason } : null,
+    missing: p && !p.ok ? p.missing : [],
+    facts: status.backend === "review-only" ? [] : controller.facts(),
+  };
+}

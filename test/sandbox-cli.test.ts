@@ -1,0 +1,117 @@
+// `pi-auto-mode sandbox -- COMMAND...` and the sandbox part of `pi-auto-mode doctor`, spawned the
+// way a user runs them. Effects are judged on the host.
+
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { after, before, describe, test } from "node:test";
+import { commandLine, shellQuote } from "../src/cli/sandbox.ts";
+import { createController } from "../src/sandbox/controller.ts";
+
+const BIN = fileURLToPath(new URL("../bin/pi-auto-mode.js", import.meta.url));
+const root = realpathSync(mkdtempSync(join(tmpdir(), "pi-auto-mode-sbcli-")));
+const home = join(root, "home");
+const ws = join(root, "ws");
+const outside = join(root, "outside");
+for (const d of [join(home, ".pi", "agent"), ws, outside]) mkdirSync(d, { recursive: true });
+after(() => rmSync(root, { recursive: true, force: true }));
+
+let unavailable: string | undefined;
+before(async () => {
+  const s = await createController().ready();
+  if (s.backend !== "sandboxed") unavailable = s.reason;
+});
+
+function run(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      cwd: ws,
+      env: { ...process.env, HOME: home, PI_CODING_AGENT_DIR: join(home, ".pi", "agent") },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe("pi-auto-mode sandbox", { concurrency: 2 }, () => {
+  test("streams output and returns the command's exit code", async (t) => {
+    if (unavailable) return t.skip(`sandbox unavailable: ${unavailable}`);
+    const r = await run(["sandbox", "--", "echo hello from the sandbox; exit 3"]);
+    assert.equal(r.code, 3);
+    assert.match(r.stdout, /hello from the sandbox/);
+  });
+
+  test("writes the workspace (--cwd), never outside it", async (t) => {
+    if (unavailable) return t.skip(`sandbox unavailable: ${unavailable}`);
+    const dir = join(root, "other-ws");
+    mkdirSync(dir);
+    const r = await run(["sandbox", "--cwd", dir, "--", `echo in > in.txt; echo out > ${join(outside, "out.txt")}`]);
+    assert.notEqual(r.code, 0);
+    assert.equal(readFileSync(join(dir, "in.txt"), "utf8"), "in\n");
+    assert.equal(existsSync(join(outside, "out.txt")), false);
+    assert.deepEqual(readdirSync(dir), ["in.txt"], "no placeholder is left when the command ends");
+  });
+
+  test("several words are one command and its arguments", async (t) => {
+    if (unavailable) return t.skip(`sandbox unavailable: ${unavailable}`);
+    const r = await run(["sandbox", "--", "printf", "[%s]", "a b", "it's"]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, "[a b][it's]");
+  });
+
+  test("--timeout stops the command with 124", async (t) => {
+    if (unavailable) return t.skip(`sandbox unavailable: ${unavailable}`);
+    const t0 = Date.now();
+    const r = await run(["sandbox", "--timeout", "1", "--", "sleep 10"]);
+    assert.equal(r.code, 124);
+    assert.ok(Date.now() - t0 < 8000);
+  });
+
+  test("usage errors exit 2", async () => {
+    assert.equal((await run(["sandbox"])).code, 2);
+    assert.equal((await run(["sandbox", "--timeout", "soon", "--", "true"])).code, 2);
+    assert.equal((await run(["sandbox", "--cwd", join(root, "missing"), "--", "true"])).code, 2);
+    const help = await run(["sandbox", "--help"]);
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /Usage:\n  pi-auto-mode sandbox/);
+  });
+
+  test("command words are quoted for bash", () => {
+    assert.equal(commandLine(["npm test && echo ok"]), "npm test && echo ok");
+    assert.equal(commandLine(["printf", "%s", "a b", "it's"]), "printf %s 'a b' 'it'\\''s'");
+    assert.equal(shellQuote("plain-word_1.0"), "plain-word_1.0");
+  });
+});
+
+describe("pi-auto-mode doctor: the sandbox", () => {
+  test("reports the backend, the probe and the sandbox's facts", async (t) => {
+    const r = await run(["doctor", "--json"]);
+    const d = JSON.parse(r.stdout.trim().split("\n").at(-1)!) as {
+      backend: { name: string; why: string };
+      sandbox: { probe: { ok: boolean; ms: number; reason: string | null } | null; missing: string[]; facts: string[] };
+    };
+    if (unavailable) {
+      assert.equal(r.code, 1, "an unavailable sandbox is a problem doctor reports");
+      assert.equal(d.backend.name, "unavailable");
+      assert.equal(d.sandbox.probe?.reason, unavailable);
+      return t.skip(`sandbox unavailable: ${unavailable}`);
+    }
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(d.backend.name, "sandboxed");
+    assert.equal(d.sandbox.probe?.ok, true);
+    assert.ok(d.sandbox.facts.some((f) => /bubblewrap \d/.test(f)));
+    assert.ok(d.sandbox.facts.some((f) => /process limit/.test(f)));
+    assert.deepEqual(d.sandbox.missing, []);
+    const human = await run(["doctor"]);
+    assert.match(human.stdout, /^backend\s+sandboxed: bubblewrap, probe passed in \d+ ms$/m);
+    assert.match(human.stdout, /^probe\s+ok in \d+ ms/m);
+  });
+});
