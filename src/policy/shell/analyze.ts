@@ -4,14 +4,27 @@
 
 import { basename, dirname, resolve } from "node:path";
 import { isHarmlessDevice } from "../places.ts";
-import { judgeRead, judgeWrite, locate, newScriptState, type ScriptState, type ShellEnv } from "./env.ts";
+import { isDownloaded, judgeRead, judgeWrite, markDownloaded, newScriptState, type ScriptState, type ShellEnv } from "./env.ts";
 import { finding, strictest, type Finding } from "./finding.ts";
-import { FILE_HANDLERS, judgeReadOperands } from "./handlers/files.ts";
+import { FILE_HANDLERS, foundPaths, judgeReadOperands, outputFindings } from "./handlers/files.ts";
 import { EXEC_HANDLERS, npx, xargs } from "./handlers/exec.ts";
 import { git } from "./handlers/git.ts";
 import { staticArg, type Analyzer, type Invocation } from "./invocation.ts";
-import { extractCommands, type Arg, type Redir, type SimpleCommand } from "./parse.ts";
-import { CODE_LOADING_ENV, DENY_PREFIXES, NAMES_ONLY_READERS, SECRET_SOURCES, SIMPLE, WRAPPERS } from "./table.ts";
+import { extractCommands, type Arg, type Link, type Redir, type SimpleCommand } from "./parse.ts";
+import {
+  CODE_LOADING_ENV,
+  COMMAND_ALIASES,
+  DENY_PREFIXES,
+  INTERPRETERS,
+  NAMES_ONLY_READERS,
+  NETWORK_TOOLS,
+  SECRET_PRINTERS,
+  SECRET_SOURCES,
+  SECRET_VARIABLE,
+  SHELLS,
+  SIMPLE,
+  WRAPPERS,
+} from "./table.ts";
 
 const MAX_SCRIPT_DEPTH = 8;
 const MAX_WRAPPERS = 16;
@@ -36,6 +49,10 @@ function analyzeScript(src: string, env: ShellEnv, outer: ScriptState | undefine
   if (!ex.ok) return [finding("review", "shell-unparseable", `the command cannot be read statically: ${ex.reason}`)];
   const state = outer ?? newScriptState(env);
   for (const f of ex.functions) state.functions.add(f.name);
+  state.words.push(...ex.words);
+  // A variable named like a credential is a secret, wherever the script expands it.
+  const secretVar = ex.expansions.find((n) => SECRET_VARIABLE.test(n));
+  if (secretVar !== undefined) state.secretSource ??= `$${secretVar}`;
   const out: Finding[] = [];
 
   // A function that calls itself through a pipe or in the background multiplies without bound.
@@ -55,13 +72,18 @@ function analyzeScript(src: string, env: ShellEnv, outer: ScriptState | undefine
     argv: (args, source, piped) => argvFindings(args, source, piped, an, undefined),
   };
 
+  let pending: PendingCd | undefined;
   for (const cmd of ex.commands) {
+    pending = settleCd(pending, cmd, state);
     out.push(...assignmentFindings(cmd));
     out.push(...redirectFindings(cmd.redirs, an, cmd));
     const fed = xargsFeed(cmd, ex.commands);
     out.push(...argvFindings(cmd.argv, cmd, cmd.stage > 0, an, fed));
-    trackDirectory(cmd, state);
+    const moved = trackDirectory(cmd, state, env.home);
+    if (moved === "unknown") pending = settleCd(pending, undefined, state);
+    else if (moved && cmd.link) pending = startCd(pending, cmd.link, moved);
   }
+  settleCd(pending, undefined, state);
   out.push(...redirectFindings(ex.compoundRedirs, an, undefined));
 
   if (state.secretSource !== undefined && state.network !== undefined)
@@ -87,10 +109,14 @@ function redirectFindings(redirs: readonly Redir[], an: Analyzer, cmd: SimpleCom
   for (const r of redirs) {
     if (r.heredoc || !r.target) continue;
     const t = r.target;
+    if (t.value !== null && /^\/dev\/(tcp|udp)\//.test(t.value)) {
+      out.push(...socketRedirect(t.value, an, cmd));
+      continue;
+    }
     if (WRITE_OPS.has(r.op) || (r.op === ">&" && t.value !== null && !/^\d+-?$|^-$/.test(t.value))) {
       if (t.value !== null && isHarmlessDevice(t.value)) continue;
       out.push(judgeWrite(an.env, an.state, t, "redirection writes"));
-      if (network && t.value) for (const p of locate(an.state, t.value) ?? []) an.state.downloads.add(p.real);
+      if (network) markDownloaded(an.state, t.value);
     } else if (r.op === "<" || r.op === "<>") {
       const f = judgeRead(an.env, an.state, t, false);
       if (f) out.push(f);
@@ -99,28 +125,98 @@ function redirectFindings(redirs: readonly Redir[], an: Analyzer, cmd: SimpleCom
   return out;
 }
 
-/** `echo a b | xargs cmd` feeds known words; any other producer feeds unknown ones. */
+/** Bash opens `/dev/tcp/HOST/PORT` as a network connection; a shell wired to one is a remote shell. */
+function socketRedirect(target: string, an: Analyzer, cmd: SimpleCommand | undefined): Finding[] {
+  an.state.network ??= target;
+  const name = commandName(cmd?.argv[0]?.value ?? "");
+  if (SHELLS.has(name) || INTERPRETERS.has(name))
+    return [finding("review", "remote-code", `${name} reads or writes ${target}: a shell driven over the network`)];
+  return [finding("contain", "network", `redirection opens the network connection ${target}`)];
+}
+
+/** `echo a b | xargs cmd` feeds known words, `find | xargs cmd` what find selects; other producers unknown ones. */
 function xargsFeed(cmd: SimpleCommand, all: readonly SimpleCommand[]): Arg[] | undefined {
+  const given = givenInput(cmd);
+  if (given !== undefined) return given === null ? undefined : splitWords(given);
   if (cmd.stage === 0 || cmd.pipeline < 0) return undefined;
   const producer = all.find((c) => c.pipeline === cmd.pipeline && c.stage === cmd.stage - 1);
   const name = producer?.argv[0]?.value;
+  if (producer && name === "find" && !producer.argv.some((a) => a.value === null)) return foundPaths(producer.argv.slice(1));
   if (!producer || (name !== "echo" && name !== "printf") || producer.argv.some((a) => a.value === null)) return undefined;
   const words = producer.argv.slice(1).filter((a) => !/^-[neE]+$/.test(a.value ?? ""));
   if (name === "printf" && words.some((w) => w.value?.includes("%"))) return undefined;
-  return words.flatMap((w) => (w.value ?? "").replace(/\\n/g, " ").split(/\s+/).filter(Boolean).map(staticArg));
+  return words.flatMap((w) => splitWords((w.value ?? "").replace(/\\n/g, " ")));
 }
 
-function trackDirectory(cmd: SimpleCommand, state: ScriptState): void {
-  const name = cmd.argv[0]?.value;
-  if (name !== "cd" && name !== "pushd" && name !== "popd") return;
-  const target = cmd.argv.slice(1).find((a) => a.value === null || !a.value.startsWith("-"));
-  if (name === "popd" || !target || target.value === null || target.value === "-") {
-    state.cwds = [...state.cwds, null];
-    return;
+function splitWords(text: string): Arg[] {
+  return text.split(/\s+/).filter(Boolean).map(staticArg);
+}
+
+/** Standard input a command is given inline: a here-string or here-document; null when it is not static. */
+function givenInput(cmd: SimpleCommand): string | null | undefined {
+  for (const r of cmd.redirs) {
+    if (r.op === "<<<") return r.target?.value ?? null;
+    if (r.heredoc) return r.heredoc.dynamic ? null : r.heredoc.body;
   }
-  const next = state.cwds.map((c) => (c === null ? null : resolve(c, target.value!)));
+  return undefined;
+}
+
+/** A `cd` in an and-or list: commands joined to it by `&&` run only where it succeeded. */
+interface PendingCd {
+  readonly link: Link;
+  readonly before: ReadonlyArray<string | null>;
+  readonly after: ReadonlyArray<string | null>;
+}
+
+/** A cd joined by `&&` to an earlier one: if the first failed, neither ran. */
+function startCd(pending: PendingCd | undefined, link: Link, moved: { before: Array<string | null>; after: Array<string | null> }): PendingCd {
+  return { link, before: [...new Set([...(pending?.before ?? []), ...moved.before])], after: moved.after };
+}
+
+function settleCd(pending: PendingCd | undefined, cmd: SimpleCommand | undefined, state: ScriptState): PendingCd | undefined {
+  if (!pending) return undefined;
+  const l = cmd?.link;
+  const p = pending.link;
+  if (l && l.chain === p.chain && l.index === p.index) return pending; // still inside the element holding the cd
+  if (l && l.chain === p.chain && l.index > p.index && l.andFrom <= p.index) {
+    state.cwds = [...pending.after];
+    return pending;
+  }
+  // Past the list (or past an `||`): the cd may have failed, so both sides are possible.
+  state.cwds = [...new Set([...pending.before, ...pending.after, ...state.cwds])];
+  return undefined;
+}
+
+/** Follows cd, pushd and popd; returns where a static cd may have gone from and to. */
+function trackDirectory(
+  cmd: SimpleCommand,
+  state: ScriptState,
+  home: string,
+): { before: Array<string | null>; after: Array<string | null> } | "unknown" | undefined {
+  const name = cmd.argv[0]?.value;
+  if (name !== "cd" && name !== "pushd" && name !== "popd") return undefined;
+  const args = cmd.argv.slice(1).filter((a) => a.value === null || a.value === "-" || !/^(-[LPe@]+|--)$/.test(a.value));
+  // A bare `cd` goes home; `cd -` and `popd` go back to a directory the gate does not track.
+  const to = name === "cd" && args.length === 0 ? home : args[0]?.value;
+  if (name === "popd" || to === undefined || to === null || to === "-") {
+    state.cwds = [...state.cwds, null];
+    return "unknown";
+  }
+  const before = state.cwds;
+  const after = [...new Set(before.map((c) => (c === null ? null : resolve(c, to))))];
   // Subshells and `||` make the change conditional, so the old directories stay possible.
-  state.cwds = [...new Set([...state.cwds, ...next])];
+  state.cwds = [...new Set([...before, ...after])];
+  return { before, after };
+}
+
+/** `env -S 'cmd args'`: the option's value and the words after it form one command line. */
+function splitScript(options: readonly string[] | undefined, args: readonly Arg[], i: number): string | null | undefined {
+  const v = args[i]!.value!;
+  const opt = options?.find((o) => v === o || v.startsWith(o.startsWith("--") ? `${o}=` : o));
+  if (opt === undefined) return undefined;
+  const inline = v === opt ? undefined : v.slice(opt.length).replace(/^=/, "");
+  const words = [...(inline === undefined ? [] : [staticArg(inline)]), ...args.slice(i + 1)];
+  return words.some((w) => w.value === null) ? null : words.map((w) => w.value).join(" ");
 }
 
 function commandName(value: string): string {
@@ -142,6 +238,11 @@ function argvFindings(argv: readonly Arg[], source: SimpleCommand, pipedInput: b
       args = args.slice(1);
       continue;
     }
+    const alias = COMMAND_ALIASES.get(name);
+    if (alias) {
+      args = [...alias.map(staticArg), ...args.slice(1)];
+      continue;
+    }
     const wrapper = WRAPPERS.get(name);
     if (!wrapper) break;
     if (wrapper.raise) out.push(finding(wrapper.raise, wrapper.reason === "privilege" ? "privilege" : "dynamic-command", `${name} runs a command with other privileges`));
@@ -155,6 +256,11 @@ function argvFindings(argv: readonly Arg[], source: SimpleCommand, pipedInput: b
         break;
       }
       if (wrapper.lookupOptions?.includes(v)) return [...out, finding("read", "read-only", `${name} ${v} looks a command up`)];
+      const split = splitScript(wrapper.scriptOptions, args, i);
+      if (split !== undefined) {
+        if (split === null) return [...out, finding("review", "dynamic-command", `${name} ${v} runs a command line only known at run time`)];
+        return [...out, ...an.script(split, `${name} ${v}`)];
+      }
       if (v.startsWith("-") && v !== "-") {
         if (wrapper.valueOptions.includes(v)) i++;
         if (name === "sudo" && (v === "-s" || v === "-i" || v === "--shell" || v === "--login"))
@@ -194,21 +300,29 @@ function dispatch(inv: Invocation, an: Analyzer, fed: Arg[] | undefined): Findin
   if (name.includes("/")) return pathProgram(inv, an);
   if (name === "git") return git(inv, an);
   if (name === "xargs") return xargs(fed)(inv, an);
-  if (name === "eval") return [finding("review", "dynamic-command", "eval runs a string as code")];
+  if (name === "eval") {
+    // eval of static words is just a script; of anything else, code the gate cannot see.
+    if (inv.args.some((a) => a.value === null)) return [finding("review", "dynamic-command", "eval runs a string only known at run time as code")];
+    return an.script(inv.args.map((a) => a.value).join(" "), "eval");
+  }
   const handler = FILE_HANDLERS.get(name) ?? EXEC_HANDLERS.get(name);
-  if (handler) return handler(inv, an);
+  if (handler) {
+    const found = handler(inv, an);
+    return found.length > 0 ? found : [finding("read", "read-only", `${name} only reads`)];
+  }
   if (DENY_PREFIXES.some((p) => name.startsWith(p))) return [finding("deny", "hard-deny", `${name} formats a file system`)];
   const cls = SIMPLE.get(name);
   if (cls === undefined) return [finding("contain", "unknown-command", `${name} is not a command the gate knows`)];
-  if (SECRET_SOURCES.has(name) && inv.args.length === 0) an.state.secretSource ??= "the environment";
+  if ((SECRET_SOURCES.has(name) && inv.args.length === 0) || SECRET_PRINTERS.has(name)) an.state.secretSource ??= "the environment";
   if (SECRET_SOURCES.has(name) && name === "export" && inv.args.some((a) => a.value === "-p")) an.state.secretSource ??= "the environment";
   const reasonFor = { read: "read-only", build: "build-test", contain: "network", review: "privilege", deny: "hard-deny" } as const;
   const reason = cls === "review" ? reviewReason(name) : reasonFor[cls as keyof typeof reasonFor] ?? "read-only";
   if (cls === "contain") an.state.network ??= isNetworkTool(name) ? name : an.state.network;
   const base = finding(cls, reason, describe(name, cls));
   if (NAMES_ONLY_READERS.has(name) || cls === "deny" || cls === "review") return [base];
+  const outputs = outputFindings(inv, an);
   const recursive = RECURSIVE_READERS.has(name) || (/grep$/.test(name) && inv.args.some((a) => /^-[a-zA-Z]*[rR]|^--recursive|^--dereference-recursive/.test(a.value ?? "")));
-  return [base, ...judgeReadOperands(inv, an, recursive)];
+  return [base, ...outputs, ...judgeReadOperands(inv, an, recursive)];
 }
 
 function reviewReason(name: string): "foreign-process" | "persistence" | "privilege" | "dynamic-command" | "destructive" {
@@ -219,7 +333,6 @@ function reviewReason(name: string): "foreign-process" | "persistence" | "privil
   return "privilege";
 }
 
-const NETWORK_TOOLS = new Set(["curl", "wget", "http", "https", "xh", "aria2c", "nc", "ncat", "netcat", "socat", "telnet", "ssh", "scp", "sftp", "ftp", "lftp", "rsync", "rclone", "s3cmd", "aws", "gcloud", "gsutil", "az", "gh", "kubectl", "openssl", "mail", "sendmail", "websocat", "wscat", "grpcurl"]);
 function isNetworkTool(name: string): boolean {
   return NETWORK_TOOLS.has(name);
 }
@@ -243,8 +356,7 @@ function describe(name: string, cls: string): string {
 
 /** A program named by path: a project script, a downloaded file, or a local dev tool. */
 function pathProgram(inv: Invocation, an: Analyzer): Finding[] {
-  const located = locate(an.state, inv.name) ?? [];
-  if (located.some((p) => an.state.downloads.has(p.real))) return [finding("review", "remote-code", `runs ${inv.name}, downloaded by this command`)];
+  if (isDownloaded(an.state, inv.name)) return [finding("review", "remote-code", `runs ${inv.name}, downloaded by this command`)];
   const bin = /(^|\/)node_modules\/\.bin\/([^/]+)$/.exec(inv.name);
   if (bin) return npx({ ...inv, args: [staticArg(bin[2]!), ...inv.args] }, an);
   const known = SIMPLE.get(inv.name);

@@ -30,16 +30,31 @@ export interface ShellEnv {
 export interface ScriptState {
   /** Where relative paths may resolve: every directory a `cd` may have moved to; null = unknown. */
   cwds: Array<string | null>;
-  /** Files this script downloads (real paths); running one of them runs remote code. */
+  /** Files and directories this script downloads or unpacks downloads into (real paths); running one runs remote code. */
   readonly downloads: Set<string>;
   secretSource: string | undefined;
   network: string | undefined;
   /** Names of functions the script defines; calling one is not an unknown command. */
   readonly functions: Set<string>;
+  /** Links the script creates (`ln -s TARGET LINK`): absolute link path -> absolute target. */
+  readonly links: Map<string, string>;
+  /** Every static word of the script and its nested scripts, for what a run-time path may be built from. */
+  readonly words: Arg[];
+  /** Memo of `namesSecret`: the number of words checked and the answer. */
+  secretWord: { checked: number; found: string | undefined };
 }
 
 export function newScriptState(env: ShellEnv, functions: Iterable<string> = []): ScriptState {
-  return { cwds: [env.cwd], downloads: new Set(), secretSource: undefined, network: undefined, functions: new Set(functions) };
+  return {
+    cwds: [env.cwd],
+    downloads: new Set(),
+    secretSource: undefined,
+    network: undefined,
+    functions: new Set(functions),
+    links: new Map(),
+    words: [],
+    secretWord: { checked: 0, found: undefined },
+  };
 }
 
 export interface Located {
@@ -55,13 +70,40 @@ export function locate(state: ScriptState, value: string): Located[] | null {
     if (cwd === null) return null;
     const lexical = resolve(cwd, value);
     try {
-      const r = resolveReal(lexical);
+      const r = resolveReal(throughLinks(state, lexical));
       out.push({ lexical, real: r.real, exists: r.exists });
     } catch {
       return null;
     }
   }
   return out;
+}
+
+/** Marks what a static path may name as downloaded: running anything at or below it runs remote code. */
+export function markDownloaded(state: ScriptState, value: string | null): void {
+  if (value === null) return;
+  for (const p of locate(state, value) ?? []) state.downloads.add(p.real);
+}
+
+/** Whether a static path is, or lies below, something this script downloaded. */
+export function isDownloaded(state: ScriptState, value: string | null): boolean {
+  if (value === null || state.downloads.size === 0) return false;
+  return (locate(state, value) ?? []).some((p) => [...state.downloads].some((d) => isWithin(d, p.real)));
+}
+
+/** A path below a link this script created resolves through the link, although the link does not exist yet. */
+function throughLinks(state: ScriptState, p: string): string {
+  for (let hops = 0; hops < 8; hops++) {
+    let next: string | undefined;
+    for (const [link, target] of state.links) {
+      if (p === link) next = target;
+      else if (p.startsWith(link + "/")) next = target + p.slice(link.length);
+      if (next !== undefined) break;
+    }
+    if (next === undefined) return p;
+    p = next;
+  }
+  return p;
 }
 
 const SECRET_FILE_PATTERNS = pathData.secretFilePatterns.map((p) => new RegExp(p, "i"));
@@ -72,7 +114,7 @@ export function isSecretishFile(p: string): boolean {
   return SECRET_FILE_PATTERNS.some((r) => r.test(name));
 }
 
-function globToRegExp(glob: string): RegExp {
+export function globToRegExp(glob: string): RegExp {
   let re = "";
   for (let i = 0; i < glob.length; i++) {
     const c = glob[i]!;
@@ -150,7 +192,13 @@ export function writeFinding(env: ShellEnv, p: Located, shown: string, what: str
 
 /** The finding for reading a path argument: identity secrets need review. */
 export function judgeRead(env: ShellEnv, state: ScriptState, arg: Arg, recursive: boolean): Finding | undefined {
-  if (arg.value === null || arg.value === "" || arg.value === "-") return undefined;
+  if (arg.value === null) {
+    // A run-time path is built from the script's own words: if one names a secret, so may the path.
+    const named = namesSecret(env, state);
+    return named === undefined ? undefined : finding("review", "identity-secret", `reads a path only known at run time (${arg.text}) in a command that names ${named}`);
+  }
+  if (arg.value === "" || arg.value === "-") return undefined;
+  if (arg.glob && globMayNameSecret(env, state, arg.value, recursive)) return finding("review", "identity-secret", `reads ${arg.value}, a pattern that matches identity secrets`);
   const located = locate(state, arg.value);
   if (!located) return undefined;
   for (const p of located) {
@@ -160,6 +208,43 @@ export function judgeRead(env: ShellEnv, state: ScriptState, arg: Arg, recursive
     if (isSecretishFile(p.real)) state.secretSource ??= arg.value;
   }
   return undefined;
+}
+
+/** The first word of the script that names an identity secret or a directory holding one, if any. */
+export function namesSecret(env: ShellEnv, state: ScriptState): string | undefined {
+  const memo = state.secretWord;
+  for (; memo.checked < state.words.length && memo.found === undefined; memo.checked++) {
+    const w = state.words[memo.checked]!;
+    const v = w.value;
+    // Only words that look like paths: a bare word is a path only after a `cd`, which is read statically.
+    if (v === null || v === "" || !(v.includes("/") || v.startsWith("."))) continue;
+    if (w.glob ? globMayNameSecret(env, state, v, true) : holdsSecret(env, state, v)) memo.found = v;
+  }
+  return memo.found;
+}
+
+function holdsSecret(env: ShellEnv, state: ScriptState, value: string): boolean {
+  return (locate(state, value) ?? []).some((p) => isIdentitySecret(env.places, p.lexical, p.real) || containsIdentitySecret(env.places, p.lexical, p.real));
+}
+
+/**
+ * Whether a glob may match an identity secret, compared component by component with every listed
+ * secret (the glob's directory part may be a pattern too: `~/.s?h/id_*`). A shorter pattern
+ * names a directory above a secret, which only a recursive reader reaches.
+ */
+export function globMayNameSecret(env: ShellEnv, state: ScriptState, pattern: string, recursive: boolean): boolean {
+  for (const cwd of isAbsolute(pattern) ? ["/"] : state.cwds) {
+    if (cwd === null) return false;
+    const parts = resolve(cwd, pattern).split("/").filter(Boolean).map(globToRegExp);
+    for (const secret of env.places.identitySecrets) {
+      const s = secret.split("/").filter(Boolean);
+      const n = Math.min(parts.length, s.length);
+      let match = true;
+      for (let i = 0; i < n && match; i++) match = parts[i]!.test(s[i]!);
+      if (match && (parts.length >= s.length || recursive)) return true;
+    }
+  }
+  return false;
 }
 
 /** True when every candidate location of a static path lies inside the workspace. */

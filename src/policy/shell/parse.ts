@@ -6,17 +6,12 @@
 // unterminated here-document as an error although bash only warns about it.
 
 import { forEachChild, parse } from "unbash";
-import type { ArrayValue, Redirection, SyntaxNode, Word, WordPart } from "unbash";
+import type { Command, Redirection, SyntaxNode } from "unbash";
+import { commandWords, dynamicBody, Scope, wordArg, type Arg } from "./words.ts";
+
+export type { Arg, FoundPath } from "./words.ts";
 
 export const MAX_SHELL_BYTES = 64 * 1024;
-
-/** One word. `value` is null when the word is only known at run time (expansions, substitutions). */
-export interface Arg {
-  readonly text: string;
-  readonly value: string | null;
-  /** Contains an unquoted glob or extglob: expands to an unknown set of paths. */
-  readonly glob: boolean;
-}
 
 export interface Redir {
   readonly fd: number | string | undefined;
@@ -37,6 +32,18 @@ export interface SimpleCommand {
   /** Inside the body of a function definition. */
   readonly inFunction: string | undefined;
   readonly background: boolean;
+  /** Position in a top-level `a && b || c` list, if the command is part of one. */
+  readonly link: Link | undefined;
+}
+
+/**
+ * Element `index` of and-or list `chain`; elements `andFrom` .. `index` are joined by `&&` only,
+ * so the element runs only if each of those before it succeeded.
+ */
+export interface Link {
+  readonly chain: number;
+  readonly index: number;
+  readonly andFrom: number;
 }
 
 export interface FunctionDef {
@@ -50,65 +57,16 @@ export type Extraction =
       /** Redirections of compound commands (`{ ...; } > f`, `while ...; done < f`). */
       readonly compoundRedirs: readonly Redir[];
       readonly functions: readonly FunctionDef[];
+      /** Every word of the script (arguments, loop lists, assignment values, test operands), in source order. */
+      readonly words: readonly Arg[];
+      /** Names of the variables the script expands (`$X`, `${X:-y}`), quoted or not. */
+      readonly expansions: readonly string[];
     }
   | { readonly ok: false; readonly reason: string };
 
 export interface ExtractOptions {
   /** Value for `$HOME`, `${HOME}` and a leading unquoted `~`. */
   readonly home: string;
-}
-
-function staticPart(p: WordPart, home: string): string | null {
-  switch (p.type) {
-    case "Literal":
-    case "SingleQuoted":
-    case "AnsiCQuoted":
-      return p.value;
-    case "Glob":
-      return p.text;
-    case "DoubleQuoted":
-    case "LocaleString": {
-      let s = "";
-      for (const q of p.parts) {
-        const v = staticPart(q, home);
-        if (v === null) return null;
-        s += v;
-      }
-      return s;
-    }
-    case "SimpleExpansion":
-      return p.text === "$HOME" ? home : null;
-    case "ParameterExpansion":
-      return p.parameter === "HOME" && !p.prefix && !p.operation && !p.index ? home : null;
-    default:
-      return null;
-  }
-}
-
-function expandTilde(value: string, home: string): string {
-  if (value === "~") return home;
-  if (value.startsWith("~/")) return home + value.slice(1);
-  return value;
-}
-
-export function wordArg(w: Word | ArrayValue | undefined, home: string): Arg {
-  if (!w) return { text: "", value: "", glob: false };
-  if (w.type === "ArrayValue") return { text: "(...)", value: null, glob: false };
-  const parts = w.parts;
-  if (!parts) return { text: w.text, value: expandTilde(w.value, home), glob: false };
-  let value: string | null = "";
-  let glob = false;
-  parts.forEach((p, i) => {
-    if (p.type === "Glob" || p.type === "ExtendedGlob") glob = true;
-    const v = staticPart(p, home);
-    if (v === null || value === null) {
-      value = null;
-      return;
-    }
-    // An unquoted leading "~" expands; a quoted one does not.
-    value += i === 0 && p.type === "Literal" ? expandTilde(v, home) : v;
-  });
-  return { text: w.text, value, glob };
 }
 
 interface Frame {
@@ -118,24 +76,84 @@ interface Frame {
   readonly inSubstitution: boolean;
   readonly inFunction: string | undefined;
   readonly background: boolean;
+  readonly link: Link | undefined;
+  /** Runs exactly once, in order, in the script's own shell: its assignments are certain. */
+  readonly certain: boolean;
+}
+
+/** Builtins that set the variables named by their arguments in ways the gate does not follow. */
+const SETS_NAMED_VARIABLES = new Set(["read", "mapfile", "readarray", "getopts", "unset", "let", "local"]);
+/** Builtins after which any variable may hold anything. */
+const SETS_ANY_VARIABLE = new Set(["eval", "source", ".", "trap", "declare", "typeset"]);
+const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** What one command does to the script's variables, after its own words were read. */
+function trackAssignments(n: Command, argv: readonly Arg[], scope: Scope, certain: boolean): void {
+  const name = argv[0]?.value;
+  if (!n.name) {
+    for (const a of n.prefix) {
+      if (a.type !== "Assignment") continue;
+      const value = wordArg(a.value, scope).value;
+      const known = certain && !a.index && a.value?.type !== "ArrayValue";
+      if (!known) scope.forget(a.name);
+      else scope.set(a.name, a.append ? (value === null ? null : (scope.get(a.name) ?? "") + value) : value);
+    }
+    return;
+  }
+  if (name === null || name === undefined) return;
+  if (name === "export" || name === "readonly") {
+    for (const a of n.args) {
+      if (a.type !== "Assignment") continue;
+      if (certain && !a.append && !a.index) scope.set(a.name, wordArg(a.value, scope).value);
+      else scope.forget(a.name);
+    }
+  } else if (SETS_ANY_VARIABLE.has(name) || (name === "printf" && argv.some((a) => a.value === "-v"))) {
+    scope.forgetAll();
+  } else if (SETS_NAMED_VARIABLES.has(name)) {
+    for (const a of argv.slice(1)) if (a.value !== null && NAME.test(a.value)) scope.forget(a.value);
+  }
+}
+
+/** Whether the children of a node run exactly once, in order, in the same shell as the node. */
+function certainChildren(n: SyntaxNode, frame: Frame): (index: number) => boolean {
+  if (!frame.certain) return () => false;
+  switch (n.type) {
+    case "Script":
+    case "CompoundList":
+    case "BraceGroup":
+    case "Redirected":
+    case "Command":
+      return () => true;
+    case "Statement":
+      return () => n.background !== true;
+    case "AndOr":
+      return (i) => i === 0; // later commands of `a && b || c` may not run
+    case "Pipeline":
+      return () => n.commands.length <= 1; // every stage of a real pipeline runs in a subshell
+    default:
+      return () => false;
+  }
 }
 
 export function extractCommands(src: string, opts: ExtractOptions): Extraction {
   if (src.includes("\0")) return { ok: false, reason: "command contains a NUL byte" };
   if (Buffer.byteLength(src, "utf8") > MAX_SHELL_BYTES) return { ok: false, reason: `command longer than ${MAX_SHELL_BYTES} bytes` };
-  const { home } = opts;
+  const scope = new Scope(opts.home);
   const commands: SimpleCommand[] = [];
   const compoundRedirs: Redir[] = [];
   const functions: FunctionDef[] = [];
+  const words: Arg[] = [];
+  const expansions: string[] = [];
   let error: string | undefined;
   let nextPipeline = 0;
+  let nextChain = 0;
 
   const redir = (r: Redirection): Redir => {
     const fd = r.descriptor?.type === "FileDescriptor" ? r.descriptor.value : r.descriptor?.name;
-    if (r.type !== "HereDoc") return { fd, op: r.operator, target: r.target ? wordArg(r.target, home) : null };
+    if (r.type !== "HereDoc") return { fd, op: r.operator, target: r.target ? wordArg(r.target, scope) : null };
     if (!r.closing) error ??= `unterminated here-document at offset ${r.pos}`;
     const quoted = r.delimiter?.quoted ?? false;
-    const dynamic = !quoted && (r.body.parts ?? []).some((p) => staticPart(p, home) === null);
+    const dynamic = !quoted && dynamicBody(r.body.parts ?? [], scope);
     return { fd, op: r.operator, target: null, heredoc: { quoted, body: r.body.text, dynamic } };
   };
 
@@ -145,7 +163,7 @@ export function extractCommands(src: string, opts: ExtractOptions): Extraction {
       const e = root.errors[0]!;
       return { ok: false, reason: `${e.message} at offset ${e.pos}` };
     }
-    const stack: Frame[] = [{ node: root, pipeline: -1, stage: 0, inSubstitution: false, inFunction: undefined, background: false }];
+    const stack: Frame[] = [{ node: root, pipeline: -1, stage: 0, inSubstitution: false, inFunction: undefined, background: false, link: undefined, certain: true }];
     while (stack.length > 0 && error === undefined) {
       const frame = stack.pop()!;
       const n = frame.node;
@@ -162,28 +180,55 @@ export function extractCommands(src: string, opts: ExtractOptions): Extraction {
           break;
         case "Command": {
           const own = n.redirects.map(redir);
+          const argv = [
+            ...(n.name ? commandWords(n.name, scope) : []),
+            ...n.args.flatMap((a) =>
+              a.type === "Assignment" ? [assignmentArg(a.name, a.append === true, wordArg(a.value, scope), a.text)] : commandWords(a, scope),
+            ),
+          ];
+          const assigns = n.prefix.flatMap((p) => (p.type === "Assignment" ? [{ name: p.name, value: wordArg(p.value, scope) }] : []));
+          trackAssignments(n, argv, scope, frame.certain);
           commands.push({
-            argv: [
-              ...(n.name ? [wordArg(n.name, home)] : []),
-              ...n.args.map((a) =>
-                a.type === "Assignment" ? assignmentArg(a.name, a.append === true, wordArg(a.value, home), a.text) : wordArg(a, home),
-              ),
-            ],
-            assigns: n.prefix.flatMap((p) => (p.type === "Assignment" ? [{ name: p.name, value: wordArg(p.value, home) }] : [])),
+            argv,
+            assigns,
             redirs: own,
             pipeline: frame.pipeline,
             stage: frame.stage,
             inSubstitution: frame.inSubstitution,
             inFunction: frame.inFunction,
             background: frame.background,
+            link: frame.link,
           });
           break;
         }
+        case "Word":
+          words.push(wordArg(n, scope));
+          break;
+        case "SimpleExpansion":
+          expansions.push(n.text.slice(1));
+          break;
+        case "ParameterExpansion":
+          expansions.push(n.parameter);
+          if (n.operation?.type === "Default" && (n.operation.operator === "=" || n.operation.operator === ":=")) scope.forget(n.parameter);
+          break;
+        case "For":
+        case "Select":
+          scope.forget(n.name.value);
+          break;
+        case "Coproc":
+          if (n.name) scope.forget(n.name.value);
+          break;
+        case "ArithmeticCommand":
+        case "ArithmeticFor":
+        case "ArithmeticExpansion":
+          // `(( x = 1 ))`, `$(( i++ ))`: arithmetic may assign any variable.
+          if (n.type === "ArithmeticFor" || /[^=!<>]=(?!=)|\+\+|--/.test(src.slice(n.pos, n.end))) scope.forgetAll();
+          break;
         case "Redirected":
           compoundRedirs.push(...n.redirects.map(redir));
           break;
         case "Function": {
-          const name = wordArg(n.name, home).value ?? n.name.text;
+          const name = wordArg(n.name, scope).value ?? n.name.text;
           functions.push({ name });
           child = { ...frame, inFunction: name };
           break;
@@ -200,22 +245,28 @@ export function extractCommands(src: string, opts: ExtractOptions): Extraction {
       forEachChild(n, (c) => {
         kids.push(c);
       });
-      if (n.type === "Pipeline" && n.commands.length > 1) {
+      const certain = certainChildren(n, frame);
+      if (n.type === "AndOr" && frame.certain) {
+        const chain = nextChain++;
+        const andFrom: number[] = [];
+        for (let i = 0; i < kids.length; i++) andFrom.push(i > 0 && n.operators[i - 1] === "&&" ? andFrom[i - 1]! : i);
+        for (let i = kids.length - 1; i >= 0; i--) stack.push({ ...child, node: kids[i]!, certain: certain(i), link: { chain, index: i, andFrom: andFrom[i]! } });
+      } else if (n.type === "Pipeline" && n.commands.length > 1) {
         const id = nextPipeline++;
         for (let i = kids.length - 1; i >= 0; i--) {
           const k = kids[i]!;
           const stage = n.commands.indexOf(k as never);
-          stack.push({ ...child, node: k, pipeline: stage >= 0 ? id : child.pipeline, stage: stage >= 0 ? stage : child.stage });
+          stack.push({ ...child, node: k, certain: false, pipeline: stage >= 0 ? id : child.pipeline, stage: stage >= 0 ? stage : child.stage });
         }
       } else {
-        for (let i = kids.length - 1; i >= 0; i--) stack.push({ ...child, node: kids[i]! });
+        for (let i = kids.length - 1; i >= 0; i--) stack.push({ ...child, node: kids[i]!, certain: certain(i) });
       }
     }
   } catch (e) {
     return { ok: false, reason: `parser failed: ${e instanceof Error ? e.message : String(e)}` };
   }
   if (error !== undefined) return { ok: false, reason: error };
-  return { ok: true, commands, compoundRedirs, functions };
+  return { ok: true, commands, compoundRedirs, functions, words, expansions };
 }
 
 function assignmentArg(name: string, append: boolean, value: Arg, text: string): Arg {

@@ -2,6 +2,8 @@
 
 import type { CommandClass } from "../types.ts";
 import data from "../data/commands.json" with { type: "json" };
+import pathData from "../data/paths.json" with { type: "json" };
+import { globToRegExp } from "./env.ts";
 
 export interface WrapperSpec {
   readonly valueOptions: readonly string[];
@@ -11,6 +13,8 @@ export interface WrapperSpec {
   readonly reason?: string;
   readonly lookupOptions?: readonly string[];
   readonly scriptArgs?: boolean;
+  /** Options whose value (with the words after it) is a whole command line (`env -S`). */
+  readonly scriptOptions?: readonly string[];
 }
 
 export interface SubcommandTable {
@@ -65,3 +69,54 @@ export const NAMES_ONLY_READERS: ReadonlySet<string> = new Set(data.namesOnlyRea
 
 /** Directories whose recursive removal, chmod or chown wrecks the machine. */
 export const CRITICAL_DIRS: readonly string[] = data.criticalDirs;
+
+/** Name patterns of files a build or tool run recreates (`*.pyc`); lower case. */
+export const REGENERABLE_FILES: readonly { readonly pattern: string; readonly re: RegExp }[] = pathData.regenerableFiles.map((p) => ({
+  pattern: p.toLowerCase(),
+  re: globToRegExp(p.toLowerCase()),
+}));
+
+export const NETWORK_TOOLS: ReadonlySet<string> = new Set(data.networkTools);
+export const SECRET_PRINTERS: ReadonlySet<string> = new Set(data.secretPrinters);
+/** Variable names that hold credentials by convention (GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY). */
+export const SECRET_VARIABLE: RegExp = new RegExp(data.secretVariablePattern, "i");
+
+export interface OutputSpec {
+  readonly short: readonly string[];
+  readonly long: readonly string[];
+}
+export const OUTPUT_OPTIONS: ReadonlyMap<string, OutputSpec> = new Map(Object.entries(data.outputOptions) as Array<[string, OutputSpec]>);
+
+export type HazardReason = "identity-secret" | "destructive" | "dynamic-command" | "self-protection";
+export interface CodeHazard {
+  readonly reason: HazardReason;
+  readonly re: RegExp;
+}
+
+function hazards(table: Partial<Record<HazardReason, readonly string[]>>): CodeHazard[] {
+  return (Object.entries(table) as Array<[HazardReason, readonly string[]]>).flatMap(([reason, patterns]) => patterns.map((p) => ({ reason, re: new RegExp(p) })));
+}
+
+/** Patterns in inline interpreter code that no sandbox makes safe to run unreviewed, by reason. */
+export const INLINE_CODE_HAZARDS: readonly CodeHazard[] = hazards(data.inlineCodeHazards);
+/** Extra patterns of one language (Perl and Ruby backticks run shell commands; JavaScript's do not). */
+export const INTERPRETER_HAZARDS: ReadonlyMap<string, readonly CodeHazard[]> = new Map(
+  Object.entries(data.inlineCodeHazardsByInterpreter).map(([name, table]) => [name, hazards(table)]),
+);
+
+export interface RunSubcommand {
+  readonly subcommands: readonly string[];
+  readonly valueOptions: readonly string[];
+}
+/** `bundle exec CMD`, `poetry run CMD`: CMD runs as if typed directly. */
+export const RUN_SUBCOMMANDS: ReadonlyMap<string, RunSubcommand> = new Map(Object.entries(data.runSubcommands) as Array<[string, RunSubcommand]>);
+
+/** Commands that are another command in disguise (`rimraf X` is `rm -rf X`; `shx CMD` is CMD). */
+export const COMMAND_ALIASES: ReadonlyMap<string, readonly string[]> = new Map(Object.entries(data.commandAliases));
+
+/** Package scripts and make targets that by convention serve, deploy or install outside the workspace. */
+export const SERVING_SCRIPTS = {
+  runners: new Set(data.servingScripts.runners),
+  names: new Set(data.servingScripts.names),
+  makeTargets: new Set(data.servingScripts.makeTargets),
+} as const;

@@ -1,16 +1,30 @@
 // Commands that run other code: shells, interpreters, package managers, task runners,
 // xargs and friends, and commands that reach the network.
 
-import { judgeRead, judgeWrite, locate, isSecretishFile } from "../env.ts";
+import { basename } from "node:path";
+import { isDownloaded, isSecretishFile, judgeRead, judgeWrite, locate, markDownloaded } from "../env.ts";
 import { finding, type Finding } from "../finding.ts";
 import { hasFlag, operands, optionValues, staticArg, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
 import type { Arg } from "../parse.ts";
-import { INLINE_CODE_OPTIONS, INTERPRETERS, NPX_LOCAL_TOOLS, PYTHON_MODULES, SHELLS, SUBCOMMANDS } from "../table.ts";
-import { FILE_HANDLERS } from "./files.ts";
+import {
+  COMMAND_ALIASES,
+  INLINE_CODE_HAZARDS,
+  INLINE_CODE_OPTIONS,
+  INTERPRETER_HAZARDS,
+  INTERPRETERS,
+  NETWORK_TOOLS,
+  NPX_LOCAL_TOOLS,
+  PYTHON_MODULES,
+  RUN_SUBCOMMANDS,
+  SERVING_SCRIPTS,
+  SHELLS,
+  SUBCOMMANDS,
+  WRAPPERS,
+} from "../table.ts";
+import { FILE_HANDLERS, judgeReadOperands, outputFindings } from "./files.ts";
 
 function runsDownloaded(an: Analyzer, arg: Arg | undefined): boolean {
-  if (!arg?.value) return false;
-  return (locate(an.state, arg.value) ?? []).some((p) => an.state.downloads.has(p.real));
+  return arg !== undefined && isDownloaded(an.state, arg.value);
 }
 
 /** The first word of a here-document body fed to this command, if any. */
@@ -21,6 +35,9 @@ function heredocBody(inv: Invocation): { body: string; dynamic: boolean } | unde
   if (hereString?.target) return { body: hereString.target.value ?? "", dynamic: hereString.target.value === null };
   return undefined;
 }
+
+/** Script files that are really standard input. */
+const STDIN_FILES = new Set(["/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"]);
 
 const readsStdinFile = (inv: Invocation) => inv.source.redirs.some((r) => r.op === "<" && !r.heredoc);
 
@@ -34,7 +51,7 @@ export const shell: Handler = (inv, an) => {
     return an.script(script.value, `${inv.name} -c`);
   }
   if (hasFlag(args, "n", ["--noexec"])) return [finding("read", "read-only", `${inv.name} -n only checks syntax`)];
-  const file = operands(args, ["-o", "+o", "-O", "+O", "--rcfile", "--init-file"]).at(0);
+  const file = operands(args, ["-o", "+o", "-O", "+O", "--rcfile", "--init-file"]).find((a) => !STDIN_FILES.has(a.value ?? ""));
   if (file) {
     if (file.value === null) return [finding("review", "remote-code", `${inv.name} runs a script only known at run time (${file.text})`)];
     if (runsDownloaded(an, file)) return [finding("review", "remote-code", `${inv.name} runs ${file.value}, downloaded by this command`)];
@@ -67,7 +84,12 @@ export const interpreter: Handler = (inv, an) => {
   if ((inv.name === "node" || inv.name === "nodejs") && args.some((a) => a.value === "--check" || a.value === "-c"))
     return [finding("read", "read-only", "node --check only parses")];
   const inline = args.findIndex((a) => a.value !== null && INLINE_CODE_OPTIONS.has(a.value.split("=")[0]!));
-  if (inline >= 0) return [finding("contain", "inline-code", `${inv.name} runs inline code`)];
+  if (inline >= 0) {
+    const opt = args[inline]!.value!;
+    const code = opt.includes("=") ? opt.slice(opt.indexOf("=") + 1) : args[inline + 1]?.value;
+    if (code === null) return [finding("review", "dynamic-command", `${inv.name} runs inline code only known at run time`)];
+    return [finding("contain", "inline-code", `${inv.name} runs inline code`), ...codeHazards(inv.name, code)];
+  }
   const file = operands(args, ["-W", "-X", "-r", "--require", "--import", "--loader", "-I"]).at(0);
   if (file && file.value !== "-") {
     if (file.value === null) return [finding("review", "remote-code", `${inv.name} runs a program only known at run time (${file.text})`)];
@@ -75,9 +97,27 @@ export const interpreter: Handler = (inv, an) => {
     return [finding("contain", "inline-code", `${inv.name} runs the program ${file.value}`)];
   }
   if (inv.pipedInput) return [finding("review", "remote-code", `pipes data into ${inv.name}, which runs it as code`)];
-  if (heredocBody(inv)) return [finding("contain", "inline-code", `${inv.name} runs code from a here-document`)];
+  const body = heredocBody(inv);
+  if (body) return [finding("contain", "inline-code", `${inv.name} runs code from a here-document`), ...codeHazards(inv.name, body.body)];
   return [finding("contain", "inline-code", `${inv.name} runs code from standard input`)];
 };
+
+/**
+ * Inline code is read only for what no sandbox makes harmless: naming identity secrets, deleting
+ * files, or starting other programs (whose command lines the gate cannot see).
+ */
+function codeHazards(interpreter: string, code: string | null | undefined): Finding[] {
+  if (!code) return [];
+  const hit = [...INLINE_CODE_HAZARDS, ...(INTERPRETER_HAZARDS.get(interpreter) ?? [])].find((h) => h.re.test(code));
+  if (!hit) return [];
+  const what = {
+    "identity-secret": "names identity secrets",
+    destructive: "deletes files",
+    "dynamic-command": "starts other programs",
+    "self-protection": "names auto mode's own files",
+  }[hit.reason];
+  return [finding("review", hit.reason, `${interpreter} inline code ${what}`)];
+}
 
 /** A tool whose first word selects what it does (npm, cargo, go, pip, ...). */
 export function packageManager(tool: string): Handler {
@@ -110,16 +150,44 @@ export function packageManager(tool: string): Handler {
     const rest = inv.args.slice(inv.args.indexOf(sub!) + 1);
     if ((tool === "npm" && (name === "exec" || name === "x")) || (tool === "pnpm" && (name === "exec" || name === "dlx")) || (tool === "yarn" && name === "dlx"))
       return npx({ ...inv, args: rest }, an);
+    const runner = RUN_SUBCOMMANDS.get(tool);
+    if (runner?.subcommands.includes(name)) {
+      const cmd = operands(rest, runner.valueOptions);
+      const at = cmd.length > 0 ? rest.indexOf(cmd[0]!) : -1;
+      // Options after the command name belong to the command, not to the runner.
+      if (at < 0) return [finding("build", "build-test", `${tool} ${name} with no command`)];
+      return an.argv(rest.slice(at), inv.source, inv.pipedInput);
+    }
     if (tool === "npm" && (name === "config" || name === "c") && ["get", "list", "ls"].includes(rest[0]?.value ?? ""))
       return [finding("read", "read-only", "npm reads its configuration")];
-    const cls = table.byName.get(name) ?? table.fallback;
+    const phrase = longestPhrase(table.byName, name, rest);
+    const script = name === "run" || name === "run-script" ? rest[0]?.value : name;
+    if (SERVING_SCRIPTS.runners.has(tool) && script && SERVING_SCRIPTS.names.has(script.split(":")[0]!))
+      return [finding("contain", "network", `${tool} runs the script ${script}, which by convention serves or deploys`)];
+    const cls = table.byName.get(phrase) ?? table.fallback;
+    if (cls === "contain" && NETWORK_TOOLS.has(tool)) an.state.network ??= tool;
     const reason = cls === "read" ? "read-only" : cls === "build" ? "build-test" : cls === "cleanup" ? "regenerable-cleanup" : cls === "review" ? (tool === "systemctl" || tool === "launchctl" || tool === "crontab" ? "persistence" : "privilege") : cls === "deny" ? "hard-deny" : "network";
-    return [finding(cls, reason, `${tool} ${name}`)];
+    const after = { ...inv, name: tool, args: rest };
+    // A network tool's file operands may be uploads (`aws s3 cp FILE s3://`, `gh gist create FILE`).
+    const uploads = NETWORK_TOOLS.has(tool) ? judgeReadOperands(after, an, false) : [];
+    return [finding(cls, reason, `${tool} ${phrase}`), ...outputFindings(after, an), ...uploads];
   };
 }
 
+/** `gh auth token`, `gcloud auth print-access-token`: tables may name a subcommand of a subcommand. */
+function longestPhrase(table: ReadonlyMap<string, unknown>, name: string, rest: readonly Arg[]): string {
+  let best = name;
+  let phrase = name;
+  for (const w of rest.slice(0, 3)) {
+    if (w.value === null || w.value.startsWith("-")) break;
+    phrase += ` ${w.value}`;
+    if (table.has(phrase)) best = phrase;
+  }
+  return best;
+}
+
 /** npx runs a local dev tool, or downloads and runs a package. */
-export const npx: Handler = (inv) => {
+export const npx: Handler = (inv, an) => {
   let downloads = false;
   let pkg: string | null | undefined;
   for (let i = 0; i < inv.args.length; i++) {
@@ -134,14 +202,24 @@ export const npx: Handler = (inv) => {
       downloads = true;
       continue;
     }
-    if (v === "-c" || v === "--call") return [finding("contain", "inline-code", "npx --call runs a shell command")];
+    if (v === "-c" || v === "--call") {
+      const script = inv.args[i + 1];
+      if (!script || script.value === null) return [finding("review", "dynamic-command", "npx --call runs a shell command only known at run time")];
+      return [finding("contain", "inline-code", "npx --call runs a shell command"), ...an.script(script.value, "npx --call")];
+    }
     if (v.startsWith("-")) continue;
     pkg = v;
     break;
   }
   if (!pkg) return [finding("contain", "network", "npx with no package")];
   const bare = pkg.replace(/@[^@/]*$/, "");
-  if (!downloads && !/@[^/]/.test(pkg.slice(1)) && NPX_LOCAL_TOOLS.has(bare)) return [finding("build", "build-test", `npx ${pkg} runs a local dev tool`)];
+  const local = !downloads && !/@[^/]/.test(pkg.slice(1)) && NPX_LOCAL_TOOLS.has(bare);
+  // A local tool that runs another command (cross-env, shx) or removes files (rimraf) is judged as that.
+  if (local && (WRAPPERS.has(bare) || COMMAND_ALIASES.has(bare))) {
+    const at = inv.args.findIndex((a) => a.value === pkg);
+    return an.argv([staticArg(bare), ...inv.args.slice(at + 1)], inv.source, inv.pipedInput);
+  }
+  if (local) return [finding("build", "build-test", `npx ${pkg} runs a local dev tool`)];
   return [finding("contain", "network", `npx ${pkg} may download and run a package`)];
 };
 
@@ -175,6 +253,14 @@ export function xargs(fed: readonly Arg[] | undefined): Handler {
   };
 }
 
+function remoteFileName(url: string): string {
+  try {
+    return basename(new URL(url).pathname) || "index.html";
+  } catch {
+    return "index.html";
+  }
+}
+
 /** curl, wget and friends: network, plus the files they write and upload. */
 export const transfer: Handler = (inv, an) => {
   const out: Finding[] = [finding("contain", "network", `${inv.name} uses the network`)];
@@ -186,10 +272,14 @@ export const transfer: Handler = (inv, an) => {
   for (const o of outputs) {
     if (o.value === "-" || o.value === "/dev/null") continue;
     out.push(judgeWrite(an.env, an.state, o, `${inv.name} writes`));
-    for (const p of (o.value ? locate(an.state, o.value) : null) ?? []) an.state.downloads.add(p.real);
+    markDownloaded(an.state, o.value);
   }
-  if (inv.name === "curl" && hasFlag(inv.args, "O", ["--remote-name", "--remote-name-all"]))
-    out.push(finding("workspace-write", "workspace-write", "curl -O saves into the current directory"));
+  // curl -O, and wget without -O, save under the URL's own file name.
+  const remoteName = inv.name === "curl" ? hasFlag(inv.args, "O", ["--remote-name", "--remote-name-all"]) : outputs.length === 0;
+  if (remoteName) {
+    out.push(finding("workspace-write", "workspace-write", `${inv.name} saves into the current directory`));
+    for (const a of inv.args) if (a.value !== null && /^(https?|ftp):\/\//.test(a.value)) markDownloaded(an.state, remoteFileName(a.value));
+  }
   const uploads =
     inv.name === "wget"
       ? optionValues(inv.args, [], ["--post-file", "--body-file"])
@@ -216,6 +306,24 @@ export const transfer: Handler = (inv, an) => {
   return out;
 };
 
+/** HTTPie-style request items that send a file: `@file`, `field@file`, `field=@file`, `field:=@file`. */
+const REQUEST_ITEM_FILE = /^(?:[^=:@]*:?=)?@(.+)$|^[^=:@/]+@(.+)$/;
+
+const httpie: Handler = (inv, an) => {
+  an.state.network ??= inv.name;
+  const out: Finding[] = [finding("contain", "network", `${inv.name} uses the network`)];
+  for (const a of inv.args) {
+    const m = a.value === null ? null : REQUEST_ITEM_FILE.exec(a.value);
+    const file = m?.[1] ?? m?.[2];
+    if (!file) continue;
+    const upload = staticArg(file);
+    const r = judgeRead(an.env, an.state, upload, false);
+    if (r) out.push(r);
+    if (isSecretishFile(file)) out.push(finding("review", "secret-egress", `${inv.name} uploads ${file}`));
+  }
+  return out;
+};
+
 const rsync: Handler = (inv, an) => {
   const ops = operands(inv.args, ["-e", "--rsh", "--exclude", "--include", "--filter", "-f"]);
   if (ops.some((a) => a.value === null || /^[^/]*:/.test(a.value))) {
@@ -223,6 +331,40 @@ const rsync: Handler = (inv, an) => {
     return [finding("contain", "network", "rsync copies to or from a remote host"), ...ops.slice(0, -1).flatMap((a) => [judgeRead(an.env, an.state, a, true)].filter((f) => f !== undefined))];
   }
   return FILE_HANDLERS.get("rsync-local")!(inv, an);
+};
+
+/** nc and friends: network; with -e/-c they hand a program's input and output to the other end. */
+const netcat: Handler = (inv, an) => {
+  an.state.network ??= inv.name;
+  if (hasFlag(inv.args, "ec", ["--exec", "--sh-exec", "--lua-exec"]))
+    return [finding("review", "remote-code", `${inv.name} -e gives the other end a program to drive`)];
+  return [finding("contain", "network", `${inv.name} opens network connections`), ...operands(inv.args, ["-p", "-s", "-w", "-i", "-q", "-x", "-X"]).flatMap((a) => [judgeRead(an.env, an.state, a, false)].filter((f) => f !== undefined))];
+};
+
+/** socat addresses: EXEC/SYSTEM run programs for the peer, FILE/OPEN read or write local files. */
+const socat: Handler = (inv, an) => {
+  an.state.network ??= inv.name;
+  const out: Finding[] = [finding("contain", "network", "socat relays data between addresses")];
+  for (const a of inv.args) {
+    if (a.value === null) return [...out, finding("review", "dynamic-command", "socat with an address only known at run time")];
+    if (/^(exec|system)[:,]/i.test(a.value)) out.push(finding("review", "remote-code", "socat runs a program for the other end"));
+    const file = /^(?:file|open|gopen|create|pipe):([^,]+)/i.exec(a.value)?.[1];
+    if (file) {
+      const r = judgeRead(an.env, an.state, staticArg(file), false);
+      if (r) out.push(r);
+      out.push(judgeWrite(an.env, an.state, staticArg(file), "socat may write"));
+    }
+  }
+  return out;
+};
+
+/** make: a build, except targets that by convention serve, deploy or install outside the workspace. */
+const make: Handler = (inv) => {
+  const targets = operands(inv.args, ["-C", "-f", "-j", "-l", "-o", "-W", "--directory", "--file", "--jobs"]).filter((a) => !a.value?.includes("="));
+  if (targets.some((t) => t.value === null)) return [finding("contain", "inline-code", `${inv.name} with a target only known at run time`)];
+  const outward = targets.find((t) => SERVING_SCRIPTS.makeTargets.has(t.value!));
+  if (outward) return [finding("contain", "network", `${inv.name} ${outward.value} by convention serves, deploys or installs`)];
+  return [finding("build", "build-test", `${inv.name} builds the project`)];
 };
 
 const kill: Handler = (inv) => {
@@ -234,6 +376,7 @@ const kill: Handler = (inv) => {
 
 const source: Handler = (inv, an) => {
   const file = inv.args[0];
+  if (file?.value && STDIN_FILES.has(file.value)) return shell({ ...inv, args: [] }, an);
   if (!file || file.value === null) return [finding("review", "remote-code", `${inv.name} runs a script only known at run time`)];
   if (runsDownloaded(an, file)) return [finding("review", "remote-code", `${inv.name} runs ${file.value}, downloaded by this command`)];
   for (const p of locate(an.state, file.value) ?? []) if (isSecretishFile(p.real)) an.state.secretSource ??= file.value;
@@ -265,6 +408,16 @@ export const EXEC_HANDLERS: ReadonlyMap<string, Handler> = new Map<string, Handl
   ["curl", transfer],
   ["wget", transfer],
   ["rsync", rsync],
+  ["http", httpie],
+  ["https", httpie],
+  ["xh", httpie],
+  ["xhs", httpie],
+  ["nc", netcat],
+  ["ncat", netcat],
+  ["netcat", netcat],
+  ["socat", socat],
+  ["make", make],
+  ["gmake", make],
   ["kill", kill],
   ["pkill", kill],
   ["killall", kill],

@@ -1,18 +1,19 @@
 // Commands that create, change or remove files named by their arguments.
 
-import { basename } from "node:path";
+import { statSync } from "node:fs";
+import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { isRegenerableName, isWithin } from "../../places.ts";
-import { expandGlob, judgeRead, judgeWrite, locate, type ShellEnv } from "../env.ts";
-import { finding, type Finding } from "../finding.ts";
+import { expandGlob, globToRegExp, isDownloaded, judgeRead, judgeWrite, locate, markDownloaded, writeFinding, type Located, type ShellEnv } from "../env.ts";
+import { finding, strictest, type Finding } from "../finding.ts";
 import { DYNAMIC, hasFlag, operands, optionValues, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
 import type { Arg } from "../parse.ts";
-import { CRITICAL_DIRS } from "../table.ts";
+import { CRITICAL_DIRS, OUTPUT_OPTIONS, REGENERABLE_FILES } from "../table.ts";
 
 function criticalPaths(env: ShellEnv): Set<string> {
   const out = new Set<string>();
   for (const d of CRITICAL_DIRS) {
     if (d === "~") out.add(env.home).add(env.places.homeReal);
-    else if (d.startsWith("~/")) out.add(env.home + d.slice(1)).add(env.places.homeReal + d.slice(1));
+    else if (d.startsWith("~/")) out.add(resolve(env.home + d.slice(1))).add(resolve(env.places.homeReal + d.slice(1)));
     else if (d === "@agent") out.add(env.places.agentDir);
     else out.add(d);
   }
@@ -28,11 +29,16 @@ function isCritical(env: ShellEnv, p: string): boolean {
 
 /** A glob directly inside a critical directory (`/*`, `~/*`) wipes it as surely as the directory itself. */
 function criticalTarget(env: ShellEnv, an: Analyzer, arg: Arg): string | undefined {
-  if (arg.value === null) return undefined;
+  if (arg.value === null) {
+    // `/home/$USER`, `"$HOME/$DIR"`: an unknown entry of a critical directory, or the directory itself.
+    const bases = arg.within === undefined ? null : locate(an.state, arg.within);
+    return bases?.some((b) => isCritical(env, b.lexical) || isCritical(env, b.real)) ? arg.text : undefined;
+  }
   if (arg.glob) {
-    const dir = arg.value.replace(/\/[^/]*$/, "") || "/";
+    const v = arg.value.replace(/\/+$/, "") || "/"; // `/*/` is `/*` limited to directories
+    const dir = v.includes("/") ? v.replace(/\/[^/]*$/, "") || "/" : ".";
     const bases = locate(an.state, dir);
-    if (/^[^/]*[*?[]/.test(arg.value.split("/").pop() ?? "") && bases?.some((b) => isCritical(env, b.lexical) || isCritical(env, b.real)))
+    if (/^[^/]*[*?[]/.test(v.split("/").pop() ?? "") && bases?.some((b) => isCritical(env, b.lexical) || isCritical(env, b.real)))
       return arg.value;
     return undefined;
   }
@@ -58,23 +64,104 @@ function destroys(verb: string, recursiveFlags: { short: string; long: string[] 
   };
 }
 
+interface DestroyHow {
+  readonly verb: string;
+  readonly recursive: boolean;
+  readonly alwaysReview: boolean;
+  /** The glob of the last path component, when the operand is a pattern. */
+  readonly pattern: string | undefined;
+}
+
 function judgeDestroy(env: ShellEnv, an: Analyzer, t: Arg, verb: string, recursive: boolean, alwaysReview: boolean): Finding {
+  if (t.found) return judgeFoundDestroy(env, an, t, verb, alwaysReview);
   if (t.value === null) return finding("review", "destructive", `${verb} removes ${t.text}, a path only known at run time`);
+  const places = t.glob ? expandGlob(an.state, t.value) : locate(an.state, t.value);
+  if (!places) return finding("review", "destructive", `${verb} removes ${t.value} relative to a directory only known at run time`);
+  const how: DestroyHow = { verb, recursive, alwaysReview, pattern: t.glob ? basename(t.value) : undefined };
+  // expandGlob also lists the pattern's directory, standing for matches that do not exist yet.
+  const bases = new Set(t.glob ? (locate(an.state, dirname(t.value)) ?? []).map((b) => b.lexical) : []);
+  return (
+    strictest(places.map((p) => (bases.has(p.lexical) ? matchesInside(env, p, t.value!, how) : destroyFinding(env, p, t.value!, how)))) ??
+    finding("read", "read-only", `${verb} removes nothing`)
+  );
+}
+
+/** Future matches of a pattern directly inside a directory. */
+function matchesInside(env: ShellEnv, dir: Located, shown: string, how: DestroyHow): Finding {
+  const ws = env.places.workspace;
+  const where = writeFinding(env, dir, shown, `${how.verb} changes`);
+  if (where.cls !== "workspace-write" || !isWithin(ws, dir.real)) return where;
+  if (how.alwaysReview) return finding("review", "destructive", `${how.verb} irrecoverably destroys ${shown}`);
+  if (regenerablePath(relative(ws, dir.real)) || isRegenerableFile(how.pattern ?? ""))
+    return finding("cleanup", "regenerable-cleanup", `${how.verb} removes ${shown}, regenerable build output`);
+  return finding("review", "destructive", `${how.verb} removes every match of ${shown} in the workspace`);
+}
+
+/** One place a removal may hit. Only the workspace's own regenerable output is cleanup. */
+function destroyFinding(env: ShellEnv, p: Located, shown: string, how: DestroyHow): Finding {
+  const ws = env.places.workspace;
+  const { verb } = how;
   // A directory that contains the workspace (`..`, the home dir) takes the workspace with it,
   // and the sandbox cannot stop that part: the workspace is writable inside it.
-  const candidates = (t.glob ? expandGlob(an.state, t.value)?.slice(0, -1) : locate(an.state, t.value)) ?? [];
-  const containing = candidates.find((p) => (t.glob || p.real !== env.places.workspace) && isWithin(p.real, env.places.workspace));
-  if (containing && (recursive || alwaysReview)) return finding("review", "destructive", `${verb} removes ${t.value}, which contains the whole workspace`);
-  const where = judgeWrite(env, an.state, t, `${verb} changes`);
-  if (where.cls !== "workspace-write") return where;
-  if (alwaysReview) return finding("review", "destructive", `${verb} irrecoverably destroys ${t.value}`);
-  const located = t.glob ? null : locate(an.state, t.value);
-  if (t.glob || !located) return finding("review", "destructive", `${verb} removes every match of ${t.value} in the workspace`);
-  if (located.every((p) => !isWithin(env.places.workspace, p.real))) return where; // temporary root: scratch space
-  if (located.every((p) => p.real !== env.places.workspace && isRegenerableName(basename(p.real))))
-    return finding("cleanup", "regenerable-cleanup", `${verb} removes ${t.value}, regenerable build output`);
-  if (!recursive) return finding("workspace-write", "workspace-write", `${verb} removes the file ${t.value}`);
-  return finding("review", "destructive", `${verb} recursively removes ${t.value}, work that cannot be regenerated`);
+  if (p.real !== ws && isWithin(p.real, ws)) return finding("review", "destructive", `${verb} removes ${shown}, which contains the whole workspace`);
+  const where = writeFinding(env, p, shown, `${verb} changes`);
+  if (where.cls !== "workspace-write" || !isWithin(ws, p.real)) return where; // protected, outside, or the temporary root (scratch)
+  if (how.alwaysReview) return finding("review", "destructive", `${verb} irrecoverably destroys ${shown}`);
+  if (p.real === ws) return finding("review", "destructive", `${verb} removes ${shown}, the whole workspace`);
+  if (regenerablePath(relative(ws, p.real)) || isRegenerableFile(how.pattern ?? basename(p.real)))
+    return finding("cleanup", "regenerable-cleanup", `${verb} removes ${shown}, regenerable build output`);
+  if (how.pattern !== undefined) return finding("review", "destructive", `${verb} removes every match of ${shown} in the workspace`);
+  // `rm -rf file` removes one file: the flag only matters for directories.
+  if (!how.recursive || (p.exists && !isDirectory(p.real))) return finding("workspace-write", "workspace-write", `${verb} removes the file ${shown}`);
+  return finding("review", "destructive", `${verb} recursively removes ${shown}, work that cannot be regenerated`);
+}
+
+/** A static path inside the workspace that names regenerable output only (`build/`, `dist/x.js`, `a.pyc`). */
+export function isRegenerableTarget(env: ShellEnv, an: Analyzer, arg: Arg): boolean {
+  if (arg.value === null || arg.glob) return false;
+  const ws = env.places.workspace;
+  const places = locate(an.state, arg.value);
+  return (
+    places !== null &&
+    places.every((p) => p.real !== ws && isWithin(ws, p.real) && (regenerablePath(relative(ws, p.real)) || isRegenerableFile(basename(p.real))))
+  );
+}
+
+/** Inside a regenerable directory (`target/debug/incremental`, `node_modules/.cache`). */
+function regenerablePath(rel: string): boolean {
+  return rel !== "" && !rel.startsWith("..") && rel.split("/").some(isRegenerableName);
+}
+
+/** A file name or name pattern of regenerable files (`*.pyc`, `*.o`), or a regenerable directory name. */
+export function isRegenerableFile(name: string): boolean {
+  const lower = name.toLowerCase();
+  if (isRegenerableName(lower) || REGENERABLE_FILES.some((r) => r.pattern === lower)) return true;
+  if (!/[*?[\]]/.test(lower)) return REGENERABLE_FILES.some((r) => r.re.test(lower));
+  // A pattern is covered by a listed `*SUFFIX` when every name it matches ends with that suffix.
+  const tail = /[^*?[\]]*$/.exec(lower)![0];
+  return REGENERABLE_FILES.some((r) => r.pattern.startsWith("*") && !/[*?[]/.test(r.pattern.slice(1)) && tail.endsWith(r.pattern.slice(1)));
+}
+
+/** Removal of what `find` selects below a start point: everything, unless its name is forced. */
+function judgeFoundDestroy(env: ShellEnv, an: Analyzer, t: Arg, verb: string, alwaysReview: boolean): Finding {
+  const { base, name } = t.found!;
+  if (base.value === null) return finding("review", "destructive", `${verb} removes what find selects below ${base.text}, a path only known at run time`);
+  const places = base.glob ? expandGlob(an.state, base.value) : locate(an.state, base.value);
+  if (!places) return finding("review", "destructive", `${verb} removes what find selects below ${base.value}, relative to an unknown directory`);
+  const ws = env.places.workspace;
+  const one = (p: Located): Finding => {
+    if (name === undefined && (isCritical(env, p.lexical) || isCritical(env, p.real))) return finding("deny", "hard-deny", `${verb} wipes everything below ${base.value}`);
+    const own = env.places.selfProtected.find((s) => s !== p.real && isWithin(p.real, s) && (name === undefined || globToRegExp(name).test(basename(s))));
+    if (own) return finding("deny", "self-protection", `${verb} may remove ${own}, auto mode's own configuration or state`);
+    if (p.real !== ws && isWithin(p.real, ws)) return finding("review", "destructive", `${verb} removes files below ${base.value}, which contains the whole workspace`);
+    const where = writeFinding(env, p, base.value!, `${verb} changes files below`);
+    if (where.cls !== "workspace-write" || !isWithin(ws, p.real)) return where;
+    if (alwaysReview) return finding("review", "destructive", `${verb} irrecoverably destroys files below ${base.value}`);
+    if ((name !== undefined && isRegenerableFile(name)) || regenerablePath(relative(ws, p.real)))
+      return finding("cleanup", "regenerable-cleanup", `${verb} removes ${name ?? "files"} below ${base.value}, regenerable output`);
+    return finding("review", "destructive", `${verb} removes ${name === undefined ? "every file" : `every ${name}`} below ${base.value}`);
+  };
+  return strictest(places.map(one)) ?? finding("read", "read-only", `${verb} removes nothing`);
 }
 
 /** The last operand is the destination; `-t DIR` names it explicitly. */
@@ -88,15 +175,33 @@ function copyLike(verb: string, removesSources: boolean): Handler {
     const recursive = hasFlag(inv.args, "rRa", ["--recursive", "--archive"]);
     const out: Finding[] = [];
     if (dest) out.push(judgeWrite(an.env, an.state, dest, `${verb} writes`));
+    const away = removesSources && dest !== undefined && outOfReach(an, dest);
     for (const s of sources) {
       const crit = removesSources ? criticalTarget(an.env, an, s) : undefined;
       if (crit) out.push(finding("deny", "hard-deny", `${verb} moves away ${crit}`));
+      else if (away && isWorkspaceWork(an, s))
+        out.push(finding("review", "destructive", `${verb} moves ${s.value} out of the workspace or into regenerable output, where cleanup may delete it`));
       else if (removesSources) out.push(judgeWrite(an.env, an.state, s, `${verb} removes`));
       const r = judgeRead(an.env, an.state, s, recursive || removesSources);
       if (r) out.push(r);
     }
     return out;
   };
+}
+
+/** A move destination outside the workspace, or inside output that cleanup removes without review. */
+function outOfReach(an: Analyzer, dest: Arg): boolean {
+  if (dest.value === null) return false;
+  const ws = an.env.places.workspace;
+  return isRegenerableTarget(an.env, an, dest) || (locate(an.state, dest.value) ?? []).some((p) => !isWithin(ws, p.real));
+}
+
+/** Existing workspace content that is not itself regenerable. */
+function isWorkspaceWork(an: Analyzer, src: Arg): boolean {
+  if (src.value === null || src.glob) return false;
+  const ws = an.env.places.workspace;
+  const places = locate(an.state, src.value) ?? [];
+  return places.some((p) => p.exists && isWithin(ws, p.real)) && !isRegenerableTarget(an.env, an, src);
 }
 
 /** Every operand is written (touch, mkdir, tee, sponge, gzip, ...). */
@@ -112,6 +217,8 @@ const ln: Handler = (inv, an) => {
   const out: Finding[] = [];
   if (link) out.push(judgeWrite(an.env, an.state, link, "ln creates"));
   else out.push(finding("workspace-write", "workspace-write", "ln creates a link in the current directory"));
+  const sources = explicit.length > 0 ? ops : ops.length >= 2 ? ops.slice(0, -1) : ops;
+  rememberLinks(an, sources, link, symbolic, hasFlag(inv.args, "nT", ["--no-dereference", "--no-target-directory"]));
   if (!symbolic) {
     // A hard link to a file outside the roots lets a later in-workspace write change that file.
     for (const src of explicit.length > 0 ? ops : ops.slice(0, -1)) {
@@ -121,6 +228,33 @@ const ln: Handler = (inv, an) => {
   }
   return out;
 };
+
+/**
+ * Later commands of the same script see links this one creates: `ln -s ~/.ssh keys; tar c keys`
+ * reads the keys although `keys` does not exist while the gate judges the command.
+ */
+function rememberLinks(an: Analyzer, sources: readonly Arg[], link: Arg | undefined, symbolic: boolean, noDeref: boolean): void {
+  for (const src of sources) {
+    if (src.value === null) continue;
+    for (const cwd of an.state.cwds) {
+      if (cwd === null) continue;
+      let at = resolve(cwd, link?.value ?? basename(src.value));
+      if (link?.value === null) continue;
+      if (!noDeref && isDirectory(at)) at = join(at, basename(src.value));
+      // A symbolic link's target is relative to the link's own directory; a hard link's to the cwd.
+      const target = isAbsolute(src.value) ? src.value : resolve(symbolic ? dirname(at) : cwd, src.value);
+      an.state.links.set(at, target);
+    }
+  }
+}
+
+function isDirectory(p: string): boolean {
+  try {
+    return statSync(p, { throwIfNoEntry: false })?.isDirectory() ?? false;
+  } catch {
+    return false;
+  }
+}
 
 const chmodLike =
   (verb: string): Handler =>
@@ -136,9 +270,7 @@ const chmodLike =
       if (crit && recursive) out.push(finding("deny", "hard-deny", `${verb} -R changes the whole of ${crit}`));
       else out.push(judgeWrite(an.env, an.state, t, `${verb} changes`));
       if (verb === "chmod" && spec?.value && /x/.test(spec.value) && t.value) {
-        for (const p of locate(an.state, t.value) ?? []) {
-          if (an.state.downloads.has(p.real)) out.push(finding("review", "remote-code", `chmod makes the downloaded ${t.value} executable`));
-        }
+        if (isDownloaded(an.state, t.value)) out.push(finding("review", "remote-code", `chmod makes the downloaded ${t.value} executable`));
       }
     }
     return out;
@@ -217,23 +349,38 @@ const tar: Handler = (inv, an) => {
     const dirs = optionValues(inv.args, ["-C"], ["--directory"]);
     if (dirs.length === 0) dirs.push({ text: ".", value: ".", glob: false });
     for (const d of dirs) out.push(judgeWrite(an.env, an.state, d, "tar extracts into"));
+    // Unpacking a download (a downloaded file, or a pipe from curl) makes its contents downloads too.
+    const fromStdin = files.length === 0 || files.some((f) => f.value === "-");
+    if (files.some((f) => isDownloaded(an.state, f.value)) || (fromStdin && inv.pipedInput && an.state.network !== undefined))
+      for (const d of dirs) markDownloaded(an.state, d.value);
   }
   if (create) {
     for (const f of files) if (f.value !== "-") out.push(judgeWrite(an.env, an.state, f, "tar writes"));
     const skip = new Set(files);
+    // Members are read relative to the last -C directory, or the cwd when there is none.
+    const dirs = optionValues(inv.args, ["-C"], ["--directory"]);
     for (const a of operands(inv.args.slice(bundledFile ? 2 : 1), ["-f", "-C", "--file", "--directory", "-T", "-X"])) {
-      if (skip.has(a)) continue;
-      const r = judgeRead(an.env, an.state, a, true);
-      if (r) out.push(r);
+      if (skip.has(a) || dirs.includes(a)) continue;
+      for (const m of [a, ...dirs.map((d) => memberOf(d, a))]) {
+        const r = judgeRead(an.env, an.state, m, true);
+        if (r) out.push(r);
+      }
     }
   }
   return out;
 };
 
+function memberOf(dir: Arg, member: Arg): Arg {
+  if (dir.value === null || member.value === null) return { text: `${dir.text}/${member.text}`, value: null, glob: false };
+  return { ...member, value: isAbsolute(member.value) ? member.value : join(dir.value, member.value) };
+}
+
 const unzip: Handler = (inv, an) => {
   if (hasFlag(inv.args, "lvtz", [])) return [];
   const dirs = optionValues(inv.args, ["-d"], []);
   if (dirs.length === 0) dirs.push({ text: ".", value: ".", glob: false });
+  const archive = operands(inv.args, ["-d", "-x", "-P"])[0];
+  if (archive && isDownloaded(an.state, archive.value)) for (const d of dirs) markDownloaded(an.state, d.value);
   return dirs.map((d) => judgeWrite(an.env, an.state, d, "unzip extracts into"));
 };
 
@@ -263,9 +410,11 @@ const patch: Handler = (inv, an) => {
   return out;
 };
 
-/** find: names only, unless it deletes, runs commands or writes listings. */
-const find: Handler = (inv, an) => {
-  const args = inv.args;
+/** Operators that make a find expression more than a conjunction of tests. */
+const FIND_NON_AND = new Set(["-o", "-or", "!", "-not", ",", "(", ")"]);
+
+/** The start points of a find command, and where its expression begins. */
+function findStarts(args: readonly Arg[]): { starts: Arg[]; exprAt: number } {
   const starts: Arg[] = [];
   let i = 0;
   for (; i < args.length; i++) {
@@ -274,22 +423,41 @@ const find: Handler = (inv, an) => {
     starts.push(args[i]!);
   }
   if (starts.length === 0) starts.push({ text: ".", value: ".", glob: false });
+  return { starts, exprAt: i };
+}
+
+/**
+ * The paths find selects, one per start point. In a pure conjunction every selected path passes
+ * every test, so a `-name` pattern is a fact about its name; with `-o` or `!` it is not.
+ */
+export function foundPaths(args: readonly Arg[]): Arg[] {
+  const { starts, exprAt } = findStarts(args);
+  const expr = args.slice(exprAt);
+  const conjunction = expr.every((a) => a.value !== null && !FIND_NON_AND.has(a.value));
+  const nameAt = expr.findIndex((a) => a.value === "-name" || a.value === "-iname");
+  const name = conjunction && nameAt >= 0 ? (expr[nameAt + 1]?.value ?? undefined) : undefined;
+  return starts.map((base) => ({ text: "{}", value: null, glob: false, found: { base, name } }));
+}
+
+/** find: names only, unless it deletes, runs commands or writes listings. */
+const find: Handler = (inv, an) => {
+  const args = inv.args;
+  const { exprAt } = findStarts(args);
+  const found = foundPaths(args);
   const out: Finding[] = [];
-  for (; i < args.length; i++) {
+  for (let i = exprAt; i < args.length; i++) {
     const v = args[i]!.value;
     if (v === "-delete") {
-      for (const s of starts) {
-        const crit = criticalTarget(an.env, an, s);
-        out.push(crit ? finding("deny", "hard-deny", `find -delete wipes ${crit}`) : judgeDestroy(an.env, an, s, "find -delete", true, false));
-      }
+      for (const f of found) out.push(judgeDestroy(an.env, an, f, "find -delete", true, false));
     } else if (v === "-exec" || v === "-execdir" || v === "-ok" || v === "-okdir") {
       const cmd: Arg[] = [];
       for (i++; i < args.length; i++) {
         const w = args[i]!.value;
         if (w === ";" || w === "+") break;
-        cmd.push(w !== null && w.includes("{}") ? DYNAMIC : args[i]!);
+        cmd.push(args[i]!);
       }
-      out.push(...an.argv(cmd, inv.source, false));
+      // `{}` alone is one selected path; inside a longer word it is only known at run time.
+      for (const f of found) out.push(...an.argv(cmd.map((a) => (a.value === "{}" ? f : a.value !== null && a.value.includes("{}") ? DYNAMIC : a)), inv.source, false));
     } else if (v === "-fprint" || v === "-fprint0" || v === "-fprintf" || v === "-fls") {
       const f = args[i + 1];
       if (f) out.push(judgeWrite(an.env, an.state, f, `find ${v} writes`));
@@ -315,6 +483,8 @@ export const FILE_HANDLERS: ReadonlyMap<string, Handler> = new Map<string, Handl
   ["mkdir", writesOperands("mkdir", ["-m", "--mode"])],
   ["tee", writesOperands("tee")],
   ["sponge", writesOperands("sponge")],
+  ["dos2unix", writesOperands("dos2unix", ["-n", "--newfile"])],
+  ["unix2dos", writesOperands("unix2dos", ["-n", "--newfile"])],
   ["split", writesOperands("split", ["-b", "-l", "-n", "-a", "--bytes", "--lines", "--number", "--suffix-length"], 1)],
   ["chmod", chmodLike("chmod")],
   ["chown", chmodLike("chown")],
@@ -346,9 +516,18 @@ export const FILE_HANDLERS: ReadonlyMap<string, Handler> = new Map<string, Handl
 export function judgeReadOperands(inv: Invocation, an: Analyzer, recursive: boolean): Finding[] {
   const out: Finding[] = [];
   for (const a of inv.args) {
-    if (a.value === null || a.value.startsWith("-")) continue;
+    if (a.value?.startsWith("-")) continue;
     const r = judgeRead(an.env, an.state, a, recursive);
     if (r) out.push(r);
   }
   return out;
+}
+
+/** Files a read or build tool writes through an output option (`sort -o`, `gcc -o`). */
+export function outputFindings(inv: Invocation, an: Analyzer): Finding[] {
+  const spec = OUTPUT_OPTIONS.get(inv.name);
+  if (!spec) return [];
+  return optionValues(inv.args, spec.short, spec.long)
+    .filter((o) => o.value !== "-" && o.value !== "/dev/stdout")
+    .map((o) => judgeWrite(an.env, an.state, o, `${inv.name} writes`));
 }

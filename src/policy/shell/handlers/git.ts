@@ -3,12 +3,15 @@
 
 import { existsSync } from "node:fs";
 import { isWithin } from "../../places.ts";
-import { locate } from "../env.ts";
+import { basename } from "node:path";
+import { locate, markDownloaded, writeFinding } from "../env.ts";
 import { finding, type Finding } from "../finding.ts";
 import { hasFlag, operands, staticArg, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
 import type { Arg } from "../parse.ts";
 import { GIT_SAFE_CONFIG_KEYS, PROTECTED_BRANCHES, SUBCOMMANDS } from "../table.ts";
+import { isRegenerableTarget } from "./files.ts";
 
+const CLONE_VALUE_OPTIONS = ["-b", "--branch", "-o", "--origin", "--depth", "-c", "--config", "--reference", "--template", "-u", "--upload-pack", "--separate-git-dir", "--filter", "-j", "--jobs", "--shallow-since", "--shallow-exclude"];
 const GLOBAL_VALUE_OPTIONS = new Set(["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--super-prefix", "--config-env"]);
 
 function configKeyFinding(key: string, scope: string): Finding {
@@ -39,8 +42,14 @@ function push(args: readonly Arg[], an: Analyzer): Finding {
   const hit = targets.find((b) => PROTECTED_BRANCHES.has(b) || b === "HEAD" && an.env.currentBranch !== undefined && PROTECTED_BRANCHES.has(an.env.currentBranch));
   if (hit) return finding("deny", "hard-deny", `git force-pushes to the protected branch ${hit === "HEAD" ? an.env.currentBranch : hit}`);
   if (forceFlag || plusRefs.length > 0) return finding("review", "force-push", "git force-push rewrites shared history");
-  if (hasFlag(args, "d", ["--delete", "--prune"]) || refspecs.some((r) => r.value?.startsWith(":")))
+  const deleting = hasFlag(args, "d", ["--delete"]);
+  if (deleting || hasFlag(args, "", ["--prune"]) || refspecs.some((r) => r.value?.startsWith(":"))) {
+    // Deleting a protected branch on the remote loses it as surely as force-pushing over it.
+    const deleted = refspecs.flatMap((r) => (r.value === null ? [] : deleting ? [r.value] : r.value.startsWith(":") ? pushedBranches(r.value) : []));
+    const gone = deleted.find((b) => PROTECTED_BRANCHES.has(b));
+    if (gone) return finding("deny", "hard-deny", `git push deletes the protected branch ${gone} on the remote`);
     return finding("review", "destructive", "git push deletes remote refs");
+  }
   return finding("contain", "network", "git push sends commits to a remote");
 }
 
@@ -90,10 +99,14 @@ function subcommand(sub: string, args: readonly Arg[], an: Analyzer, inv: Invoca
       return has("", ["--hard", "--merge", "--keep"])
         ? [finding("review", "destructive", "git reset --hard discards commits and uncommitted work")]
         : [finding("git-local", "git-local", "git reset moves the branch, keeping the work tree")];
-    case "clean":
-      return has("n", ["--dry-run"])
-        ? [finding("read", "read-only", "git clean --dry-run lists files")]
-        : [finding("review", "destructive", "git clean deletes untracked (and ignored) work")];
+    case "clean": {
+      if (has("n", ["--dry-run"])) return [finding("read", "read-only", "git clean --dry-run lists files")];
+      const paths = operands(args, ["-e", "--exclude"]);
+      // Limited to regenerable output, git clean is cleanup; anywhere else it deletes untracked work.
+      if (paths.length > 0 && paths.every((p) => isRegenerableTarget(an.env, an, p)))
+        return [finding("cleanup", "regenerable-cleanup", "git clean deletes untracked files in regenerable output")];
+      return [finding("review", "destructive", "git clean deletes untracked (and ignored) work")];
+    }
     case "stash":
       if (first === "drop" || first === "clear") return [finding("review", "destructive", `git stash ${first} deletes stashed work`)];
       if (first === "list" || first === "show") return [finding("read", "read-only", "git lists stashes")];
@@ -140,8 +153,18 @@ function subcommand(sub: string, args: readonly Arg[], an: Analyzer, inv: Invoca
       const nested = execs.flatMap((e) => (e?.value ? an.script(e.value, "git rebase --exec") : [finding("review", "dynamic-command", "git rebase --exec runs a command only known at run time")]));
       return [finding("git-local", "git-local", "git rebase rewrites local history"), ...nested];
     }
+    case "clone": {
+      // What a clone brings in is remote code: running it later in this command needs review.
+      const [url, dir] = operands(args, CLONE_VALUE_OPTIONS);
+      const dest = dir?.value ?? (url?.value ? basename(url.value.replace(/\/+$/, "")).replace(/\.git$/, "") : null);
+      markDownloaded(an.state, dest);
+      return [finding("contain", "network", "git clone fetches another repository")];
+    }
     case "rm":
-      return [finding("git-local", "git-local", "git rm removes tracked files (recoverable from history)")];
+      // Without --force git refuses to remove files with uncommitted changes; with it they are lost.
+      return has("f", ["--force"]) && !has("", ["--cached"])
+        ? [finding("review", "destructive", "git rm --force discards uncommitted changes of the removed files")]
+        : [finding("git-local", "git-local", "git rm removes tracked files (recoverable from history)")];
     default: {
       const table = SUBCOMMANDS.get("git")!;
       const cls = table.byName.get(sub) ?? table.fallback;
@@ -169,6 +192,11 @@ export const git: Handler = (inv, an) => {
     } else if (name === "-C" || name === "--git-dir" || name === "--work-tree") {
       const located = value?.value ? locate(an.state, value.value) : null;
       if (!located || !located.every((p) => isWithin(an.env.places.workspace, p.real))) elsewhere = true;
+      // git writes where it works (index, objects, init): inside auto mode's own files that is self-disabling.
+      for (const p of located ?? []) {
+        const w = writeFinding(an.env, p, value!.value!, `git ${name} works in`);
+        if (w.reason === "self-protection") out.push(w);
+      }
     } else if (name === "--exec-path" && value) {
       out.push(finding("review", "git-config", "git --exec-path runs git helpers from another directory"));
     }

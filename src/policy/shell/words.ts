@@ -1,0 +1,269 @@
+// The static value of a shell word, as far as it can be known before the script runs: quotes,
+// escapes, `$HOME`, a leading `~`, literal brace expansion, `$IFS` splitting, and variables the
+// script itself set unconditionally before the word. Anything else makes the word dynamic.
+
+import type { ArrayValue, ParameterOperation, ParsedScript, Word, WordPart } from "unbash";
+
+/** One word. `value` is null when the word is only known at run time (expansions, substitutions). */
+export interface Arg {
+  readonly text: string;
+  readonly value: string | null;
+  /** Contains an unquoted glob or extglob: expands to an unknown set of paths. */
+  readonly glob: boolean;
+  /** A path `find` produces at run time (`-exec ... {}`, `find | xargs`): what is known about it. */
+  readonly found?: FoundPath;
+  /**
+   * For a word only known at run time that names one entry directly inside a known directory
+   * (`/home/$USER`, `"$HOME/$X"`): that directory. If the unknown part is empty, it is the directory.
+   */
+  readonly within?: string;
+}
+
+/** Somewhere below `base`, at any depth; named like `name` when the find expression forces it. */
+export interface FoundPath {
+  readonly base: Arg;
+  readonly name: string | undefined;
+}
+
+/**
+ * Variables as the script has set them so far. A value is known only after an unconditional
+ * top-level assignment; one assignment the gate cannot follow (in a branch, loop, function,
+ * subshell, `read`, ...) makes the variable unknown for the rest of the script, because that
+ * code may run at any later point.
+ */
+export class Scope {
+  private readonly vars = new Map<string, string | null>();
+  /** After eval, source, trap or arithmetic assignments, no variable is known any more. */
+  private opaque = false;
+  readonly home: string;
+
+  constructor(home: string) {
+    this.home = home;
+  }
+
+  get(name: string): string | null {
+    if (name === "HOME") return this.home;
+    if (this.opaque) return null;
+    return this.vars.get(name) ?? null;
+  }
+
+  /** An assignment that certainly ran, in order: later words see the value. */
+  set(name: string, value: string | null): void {
+    if (this.vars.has(name) && this.vars.get(name) === null) return; // unknown stays unknown
+    this.vars.set(name, value);
+  }
+
+  /** An assignment that may or may not run, possibly later. */
+  forget(name: string): void {
+    this.vars.set(name, null);
+  }
+
+  forgetAll(): void {
+    this.opaque = true;
+  }
+}
+
+const SPECIAL_PARAMETER = /^([0-9@*#?$!-]|[0-9]+)$/;
+
+function variable(name: string, scope: Scope): string | null {
+  return SPECIAL_PARAMETER.test(name) ? null : scope.get(name);
+}
+
+/** The value of a known, non-empty variable under `${X-...}`, `${X:?}`, `${X:+y}` and friends. */
+function defaultOperation(value: string | null, op: ParameterOperation | undefined, scope: Scope): string | null {
+  if (!op) return value;
+  if (op.type !== "Default" || value === null || value === "") return null;
+  if (op.operator === "+" || op.operator === ":+") return wordArg(op.operand, scope).value;
+  return value;
+}
+
+/** The static text of one part, or null. Unquoted variable values that would be split are unknown. */
+function staticPart(p: WordPart, scope: Scope, quoted: boolean): string | null {
+  switch (p.type) {
+    case "Literal":
+    case "SingleQuoted":
+    case "AnsiCQuoted":
+      return p.value;
+    case "Glob":
+      return p.text;
+    case "DoubleQuoted":
+    case "LocaleString": {
+      let s = "";
+      for (const q of p.parts) {
+        const v = staticPart(q, scope, true);
+        if (v === null) return null;
+        s += v;
+      }
+      return s;
+    }
+    case "SimpleExpansion":
+      return unsplit(variable(p.text.slice(1), scope), quoted);
+    case "ParameterExpansion":
+      if (p.prefix || p.index) return null;
+      return unsplit(defaultOperation(variable(p.parameter, scope), p.operation, scope), quoted);
+    case "CommandExpansion":
+      return unsplit(printedConstant(p.script, scope), quoted);
+    default:
+      return null;
+  }
+}
+
+/**
+ * What `$(echo WORDS)` or `$(printf FORMAT WORDS)` prints, when the words are constants:
+ * `rm -rf "$(echo /)"` removes / as surely as `rm -rf /`.
+ */
+function printedConstant(script: ParsedScript | undefined, scope: Scope): string | null {
+  if (!script || script.errors?.length || script.commands.length !== 1) return null;
+  const stmt = script.commands[0]!;
+  const cmd = stmt.command;
+  if (stmt.background || cmd.type !== "Command" || !cmd.name || cmd.prefix.length > 0 || cmd.redirects.length > 0) return null;
+  const words: string[] = [];
+  for (const w of [cmd.name, ...cmd.args]) {
+    const v = w.type === "Word" ? wordArg(w, scope) : null;
+    if (!v || v.value === null || v.glob) return null;
+    words.push(v.value);
+  }
+  const [name, ...args] = words;
+  if (name === "echo") {
+    const text = args[0] === "-n" ? args.slice(1) : args;
+    return text.some((a) => a.startsWith("-")) ? null : text.join(" ");
+  }
+  if (name === "printf" && args.length > 0 && !args[0]!.includes("\\")) {
+    const [format, ...values] = args as [string, ...string[]];
+    const slots = format.split("%s");
+    if (slots.some((x) => x.includes("%")) || slots.length - 1 !== values.length) return null;
+    return slots.reduce((acc, x, i) => acc + (i > 0 ? values[i - 1]! : "") + x, "");
+  }
+  return null;
+}
+
+function unsplit(value: string | null, quoted: boolean): string | null {
+  return value !== null && !quoted && /\s/.test(value) ? null : value;
+}
+
+/** Whether an unquoted part expands to text containing glob characters. */
+function globbing(p: WordPart, scope: Scope): boolean {
+  if (p.type === "Glob" || p.type === "ExtendedGlob") return true;
+  if (p.type !== "SimpleExpansion" && p.type !== "ParameterExpansion") return false;
+  return /[*?[]/.test(staticPart(p, scope, false) ?? "");
+}
+
+/** Whether a here-document body has expansions the gate cannot resolve. */
+export function dynamicBody(parts: readonly WordPart[], scope: Scope): boolean {
+  return parts.some((p) => staticPart(p, scope, true) === null);
+}
+
+/** `~`, `~/x`, and `~user/x` (another user's home, by the usual layout: `/root` or a sibling of ours). */
+function expandTilde(value: string, home: string): string {
+  if (value === "~") return home;
+  if (value.startsWith("~/")) return home + value.slice(1);
+  const user = /^~([a-z_][a-z0-9_.-]*)(\/|$)/i.exec(value);
+  if (!user) return value;
+  const dir = user[1] === "root" ? "/root" : `${home.replace(/\/[^/]*\/?$/, "")}/${user[1]}`;
+  return dir + value.slice(user[0].length - user[2]!.length);
+}
+
+export function wordArg(w: Word | ArrayValue | undefined, scope: Scope): Arg {
+  if (!w) return { text: "", value: "", glob: false };
+  if (w.type === "ArrayValue") return { text: "(...)", value: null, glob: false };
+  if (!w.parts) return { text: w.text, value: expandTilde(w.value, scope.home), glob: false };
+  return partsArg(w.parts, w.text, scope);
+}
+
+/** The parts of a word with double quotes opened up, so a partly known word keeps its known start. */
+interface Piece {
+  readonly part: WordPart;
+  readonly quoted: boolean;
+}
+
+function flatten(parts: readonly WordPart[]): Piece[] {
+  return parts.flatMap((p): Piece[] =>
+    p.type === "DoubleQuoted" || p.type === "LocaleString" ? p.parts.map((q) => ({ part: q as WordPart, quoted: true })) : [{ part: p, quoted: false }],
+  );
+}
+
+function partsArg(parts: readonly WordPart[], text: string, scope: Scope): Arg {
+  let value: string | null = "";
+  let known = "";
+  let rest = "";
+  let glob = false;
+  flatten(parts).forEach(({ part: p, quoted }, i) => {
+    if (!quoted && globbing(p, scope)) glob = true;
+    const v = staticPart(p, scope, quoted);
+    if (v === null || value === null) {
+      if (value !== null) known = value;
+      value = null;
+      rest += v ?? "";
+      return;
+    }
+    // An unquoted leading "~" expands; a quoted one does not.
+    value += i === 0 && !quoted && p.type === "Literal" ? expandTilde(v, scope.home) : v;
+  });
+  if (value !== null) return { text, value, glob };
+  const within = known.endsWith("/") && !/\/./.test(rest) ? known.replace(/(.)\/+$/, "$1") : undefined;
+  return within === undefined ? { text, value, glob } : { text, value, glob, within };
+}
+
+/** An unquoted `$IFS` or `${IFS}`: with the default IFS it splits the word in two. */
+function isIfsSplit(p: WordPart): boolean {
+  if (p.type === "SimpleExpansion") return p.text === "$IFS";
+  return p.type === "ParameterExpansion" && p.parameter === "IFS" && !p.prefix && !p.index && !p.operation;
+}
+
+/**
+ * The words a command word becomes: unquoted `$IFS` splits it (`rm${IFS}-rf${IFS}/` is `rm -rf /`)
+ * and a literal brace expansion multiplies it (`src/{a,b}.ts`, `cfg{,.bak}`, `{1..3}`).
+ */
+export function commandWords(w: Word, scope: Scope): Arg[] {
+  const parts = w.parts;
+  if (!parts || !parts.some((p) => isIfsSplit(p) || p.type === "BraceExpansion")) return [wordArg(w, scope)];
+  const segments: WordPart[][] = [[]];
+  for (const p of parts) {
+    if (isIfsSplit(p)) segments.push([]);
+    else segments.at(-1)!.push(p);
+  }
+  const out: Arg[] = [];
+  for (const seg of segments) {
+    if (seg.length === 0) continue;
+    const text = seg.map((p) => p.text).join("");
+    const expanded = expandBraces(seg);
+    if (!expanded) out.push({ text, value: null, glob: false });
+    else for (const e of expanded) out.push(partsArg(e, text, scope));
+  }
+  return out;
+}
+
+const MAX_BRACE_WORDS = 64;
+
+/** Every word a run of parts becomes under brace expansion; null when it cannot be read statically. */
+function expandBraces(parts: readonly WordPart[]): WordPart[][] | null {
+  let words: WordPart[][] = [[]];
+  for (const p of parts) {
+    if (p.type !== "BraceExpansion") {
+      words = words.map((w) => [...w, p]);
+      continue;
+    }
+    const alts = p.parts ? null : braceAlternatives(p.text);
+    if (!alts || alts.length * words.length > MAX_BRACE_WORDS) return null;
+    words = words.flatMap((w) => alts.map((a) => [...w, { type: "Literal", pos: p.pos, end: p.end, value: a, text: a } as const]));
+  }
+  return words;
+}
+
+/** `{a,b,}` and `{1..3}` / `{a..c}`; nested braces, steps and other forms stay unknown. */
+function braceAlternatives(text: string): string[] | null {
+  const body = text.slice(1, -1);
+  if (!text.startsWith("{") || !text.endsWith("}") || /[{}\\]/.test(body)) return null;
+  if (body.includes(",")) return body.split(",");
+  const seq = /^(-?\d+|[a-zA-Z])\.\.(-?\d+|[a-zA-Z])$/.exec(body);
+  if (!seq) return null;
+  const [from, to] = [seq[1]!, seq[2]!];
+  const numeric = /\d/.test(from) && /\d/.test(to);
+  if (!numeric && (/\d/.test(from) || /\d/.test(to))) return null;
+  const a = numeric ? Number(from) : from.charCodeAt(0);
+  const b = numeric ? Number(to) : to.charCodeAt(0);
+  if (Math.abs(b - a) >= MAX_BRACE_WORDS) return null;
+  const out: string[] = [];
+  for (let i = a; a <= b ? i <= b : i >= b; i += a <= b ? 1 : -1) out.push(numeric ? String(i) : String.fromCharCode(i));
+  return out;
+}
