@@ -129,7 +129,7 @@ describe("P12: writes to auto mode's own state are denied statically", () => {
     }
   });
 
-  test("git -C into the state dir", { todo: "the git handler does not yet treat -C <dir> as a write to <dir>: it routes to sandbox/review, not a static deny" }, () => {
+  test("git -C into the state dir", () => {
     assertDenied("bash", { command: "git -C ~/.pi/agent/auto-mode init" }, "git -C init");
   });
 
