@@ -64,6 +64,7 @@ export type ReasonCode =
   | "foreign-process"
   | "force-push"
   | "git-config"
+  | "git-hooks"
   | "network"
   | "inline-code"
   | "unknown-command"

@@ -106,6 +106,8 @@ export async function reviewAndAdmit(call: ReviewCall, env: AdmitEnv): Promise<A
   // The linearization point: the verdict is checked against the world as it is now.
   const changed = bindingChange(binding, await env.bindingNow());
   if (changed) return { kind: "deny", text: bindingDenialText(changed), review, binding, changed };
-  const run = call.request.tool === "bash" && binding.backend === "sandboxed" ? "sandbox" : "direct";
+  // git-hooks: a git-local command (it writes .git, which the sandbox keeps read-only) whose hooks
+  // the reviewer has just judged; it runs where git-local commands run, outside the sandbox.
+  const run = call.request.tool === "bash" && binding.backend === "sandboxed" && call.decision.reason !== "git-hooks" ? "sandbox" : "direct";
   return { kind: "admit", run, review, binding };
 }

@@ -38,9 +38,20 @@ export interface ShellAnalysis {
 }
 
 export function analyzeShell(src: string, env: ShellEnv): ShellAnalysis {
-  const findings = analyzeScript(src, env, undefined, 0);
+  const findings = withHookRunsContained(analyzeScript(src, env, undefined, 0));
   const verdict = strictest(findings) ?? finding("read", "read-only", "does nothing");
   return { verdict, findings };
+}
+
+/**
+ * A reviewed hook-running git command runs outside the sandbox (the sandbox keeps .git read-only).
+ * That is only sound when nothing else in the command needs the sandbox: mixed with builds or
+ * network, the git part is contained with the rest (and may fail there), never run bare.
+ */
+function withHookRunsContained(findings: Finding[]): Finding[] {
+  const needsSandbox = findings.some((f) => f.cls === "build" || f.cls === "contain");
+  if (!needsSandbox) return findings;
+  return findings.map((f) => (f.reason === "git-hooks" ? finding("contain", "sandboxed", `${f.detail}; with the rest of the command it runs inside the sandbox`) : f));
 }
 
 function analyzeScript(src: string, env: ShellEnv, outer: ScriptState | undefined, depth: number): Finding[] {

@@ -1,6 +1,6 @@
 // What the shell analysis knows about the machine, and the running state of one script.
 
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { resolveReal } from "../../request/paths.ts";
 import {
@@ -22,6 +22,8 @@ export interface ShellEnv {
   readonly home: string;
   /** The repository's hooks are in a place the agent may write (core.hooksPath to an unprotected dir). */
   readonly gitHooksWritable: boolean;
+  /** The repository has hooks that will run (an executable, non-sample file in its hooks dir). */
+  readonly gitHooksActive: boolean;
   /** The checked-out branch of the workspace repository, when `.git/HEAD` names one. */
   readonly currentBranch: string | undefined;
 }
@@ -257,7 +259,32 @@ export function isProtectedInWorkspace(env: ShellEnv, p: Located): boolean {
 }
 
 /** Read `core.hooksPath` and the current branch from the workspace repository (cheap file reads). */
-export function inspectRepository(places: Places): { gitHooksWritable: boolean; currentBranch: string | undefined } {
+/** Any executable, non-sample file in a hooks directory: git will run it. */
+function hasActiveHooks(dir: string): boolean {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return false;
+  }
+  return names.some((name) => {
+    if (name.endsWith(".sample")) return false;
+    try {
+      const st = statSync(join(dir, name));
+      return st.isFile() && (st.mode & 0o111) !== 0;
+    } catch {
+      return false;
+    }
+  });
+}
+
+export interface RepositoryFacts {
+  readonly gitHooksWritable: boolean;
+  readonly gitHooksActive: boolean;
+  readonly currentBranch: string | undefined;
+}
+
+export function inspectRepository(places: Places): RepositoryFacts {
   const { workspace, home } = places;
   const gitDir = join(workspace, ".git");
   let currentBranch: string | undefined;
@@ -281,11 +308,13 @@ export function inspectRepository(places: Places): { gitHooksWritable: boolean; 
       // unreadable config: git would not use it either
     }
   }
-  if (!hooksPath) return { gitHooksWritable: false, currentBranch };
+  // A worktree or submodule keeps its hooks in the shared git dir (the last one places found).
+  const defaultHooks = join(places.gitDirs.at(-1) ?? gitDir, "hooks");
+  if (!hooksPath) return { gitHooksWritable: false, gitHooksActive: hasActiveHooks(defaultHooks), currentBranch };
   const abs = hooksPath.startsWith("~/") ? join(home, hooksPath.slice(2)) : resolve(workspace, hooksPath);
   // Hooks the agent may write without review would run outside the sandbox on the next commit.
   const writable = [workspace, places.tmpRoot].some(
     (root) => isWithin(root, abs) && protectedComponent(abs.slice(root.length + 1)) === undefined,
   );
-  return { gitHooksWritable: writable, currentBranch };
+  return { gitHooksWritable: writable, gitHooksActive: hasActiveHooks(abs), currentBranch };
 }

@@ -12,6 +12,9 @@ import { GIT_SAFE_CONFIG_KEYS, PROTECTED_BRANCHES, SUBCOMMANDS } from "../table.
 import { isRegenerableTarget } from "./files.ts";
 
 const CLONE_VALUE_OPTIONS = ["-b", "--branch", "-o", "--origin", "--depth", "-c", "--config", "--reference", "--template", "-u", "--upload-pack", "--separate-git-dir", "--filter", "-j", "--jobs", "--shallow-since", "--shallow-exclude"];
+/** Subcommands that run repository hooks (commit, merge, checkout and friends). */
+const HOOK_RUNNING: ReadonlySet<string> = new Set(["commit", "merge", "rebase", "am", "cherry-pick", "revert", "checkout", "switch", "bisect", "worktree", "gc", "pull", "push"]);
+
 const GLOBAL_VALUE_OPTIONS = new Set(["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--super-prefix", "--config-env"]);
 
 function configKeyFinding(key: string, scope: string): Finding {
@@ -212,6 +215,10 @@ export const git: Handler = (inv, an) => {
   for (const f of found) {
     if (f.cls === "git-local" && demote)
       out.push(finding("contain", "sandboxed", `${f.detail}, in a repository or with hooks the gate cannot vouch for`));
+    else if (f.cls === "git-local" && an.env.gitHooksActive && HOOK_RUNNING.has(sub))
+      // Hooks run outside the sandbox with the commit, and often read workspace files the agent
+      // may change (lint-staged in package.json, a pre-commit config): a reviewer judges them.
+      out.push(finding("review", "git-hooks", `${f.detail}, which runs this repository's git hooks outside the sandbox`));
     else out.push(f);
   }
   return out;
