@@ -7,7 +7,7 @@ import type { CanonicalRequest } from "../request/canonical.ts";
 import { redact } from "../request/redact.ts";
 import { clipHead } from "./budget.ts";
 import { bindingChange, type BindingNow, type ReviewBinding } from "./binding.ts";
-import type { ReviewerModels } from "./engine.ts";
+import type { EngineLimits, ReviewerModels } from "./engine.ts";
 import { bindingDenialText, failureDenialText, verdictDenialText } from "./failure.ts";
 import type { ActionForReview } from "./input.ts";
 import type { ReviewService } from "./service.ts";
@@ -29,6 +29,8 @@ export interface AdmitEnv {
   readonly signal: AbortSignal | undefined;
   /** Re-read global state, session state and backend, and re-canonicalize the call as it is now. */
   readonly bindingNow: () => Promise<BindingNow>;
+  /** The user's configured reviewer limits (budget, deadline), read at this gate. */
+  readonly limits?: Partial<EngineLimits>;
   /** Shows the current check (a status line when a UI exists); text is already redacted. */
   readonly status?: (text: string) => void;
 }
@@ -99,7 +101,7 @@ export async function reviewAndAdmit(call: ReviewCall, env: AdmitEnv): Promise<A
     backend: before.backend,
   };
   env.status?.(redact(`auto-mode: reviewing ${target} · ${reviewerLabel(reviewer)}`));
-  const review = await env.service.review(job, env.models, env.signal);
+  const review = await env.service.review(job, env.models, env.signal, env.limits);
   env.status?.(redact(`auto-mode: ${target} ${outcomeLine(review)}`));
   if (review.kind === "failure") return { kind: "deny", text: failureDenialText(review.failure), review, binding, changed: undefined };
   if (!verdictAdmits(review.verdict)) return { kind: "deny", text: verdictDenialText(review.verdict), review, binding, changed: undefined };

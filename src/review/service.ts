@@ -15,7 +15,8 @@ export interface ReviewServiceOptions {
 
 export interface ReviewService {
   readonly limits: EngineLimits;
-  review(job: ReviewJob, models: ReviewerModels, signal: AbortSignal | undefined): Promise<ReviewResult>;
+  /** `overrides` are the user's configured limits at the time of this review. */
+  review(job: ReviewJob, models: ReviewerModels, signal: AbortSignal | undefined, overrides?: Partial<EngineLimits>): Promise<ReviewResult>;
   /** Abort every pending review of this runtime (shutdown, mode or reviewer change). */
   abortAll(reason: string): void;
   /** A new user turn: the breaker starts closed again. */
@@ -28,7 +29,7 @@ export interface ReviewService {
 const NOT_COUNTED: ReadonlySet<FailureClass> = new Set(["aborted", "paused", "busy", "not-configured"]);
 
 export function createReviewService(opts: ReviewServiceOptions = {}): ReviewService {
-  const limits: EngineLimits = { ...DEFAULT_LIMITS, ...opts.limits };
+  const base: EngineLimits = { ...DEFAULT_LIMITS, ...opts.limits };
   const limiter = opts.limiter ?? processLimiter();
   const now = opts.now ?? (() => Date.now());
   const pending = new Set<AbortController>();
@@ -46,7 +47,7 @@ export function createReviewService(opts: ReviewServiceOptions = {}): ReviewServ
   });
 
   return {
-    limits,
+    limits: base,
     breaker: () => breaker,
     pending: () => pending.size,
     newTurn() {
@@ -55,7 +56,8 @@ export function createReviewService(opts: ReviewServiceOptions = {}): ReviewServ
     abortAll(reason) {
       for (const c of pending) c.abort(reason);
     },
-    async review(job, models, signal) {
+    async review(job, models, signal, overrides) {
+      const limits: EngineLimits = { ...base, ...overrides };
       const started = now();
       if (breaker.tripped) return failure(job, "paused", breakerMessage(breaker.tripped), started);
       const ctl = new AbortController();

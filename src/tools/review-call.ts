@@ -9,6 +9,7 @@ import type { Decision } from "../policy/types.ts";
 import type { CanonicalRequest } from "../request/canonical.ts";
 import { reviewAndAdmit, type Admission } from "../review/admit.ts";
 import { PROMPT_SHA256 } from "../review/prompt.ts";
+import type { EngineLimits } from "../review/engine.ts";
 import type { ReviewService } from "../review/service.ts";
 import { transcriptFromEntries } from "../review/transcript.ts";
 import { ZERO_USAGE, type FailureClass, type ReviewerId, type ReviewUsage, type Verdict } from "../review/types.ts";
@@ -47,6 +48,8 @@ export interface ReviewGateCall {
   readonly decision: Decision;
   /** The gate's decision for the call as its input is now (for the binding check). */
   readonly rejudge: () => GateResult;
+  /** The user's configured reviewer limits, read with the rest of the configuration at this gate. */
+  readonly limits?: Partial<EngineLimits>;
 }
 
 export type ReviewHook = (call: ReviewGateCall) => Promise<Admission>;
@@ -61,7 +64,7 @@ export interface ReviewHookDeps {
 export function createReviewHook(deps: ReviewHookDeps): ReviewHook {
   // A newer check replaces the status line; an older one finishing later must not overwrite it.
   let latest = 0;
-  return async ({ event, ctx, request, decision, rejudge }) => {
+  return async ({ event, ctx, request, decision, rejudge, limits }) => {
     const mine = ++latest;
     const status = (text: string) => {
       if (ctx.hasUI && mine === latest) ctx.ui.setStatus(REVIEW_STATUS_KEY, text);
@@ -79,6 +82,7 @@ export function createReviewHook(deps: ReviewHookDeps): ReviewHook {
         models: ctx.modelRegistry,
         signal: ctx.signal,
         status,
+        ...(limits ? { limits } : {}),
         bindingNow: async () => {
           const g = await deps.runtime.global.read();
           const now = rejudge();

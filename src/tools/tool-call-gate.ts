@@ -10,6 +10,9 @@ import type { RuntimeState } from "../state/runtime-state.ts";
 import { defaultTmpRoot, selfPaths } from "../state/locations.ts";
 import type { EffectiveMode } from "../state/effective.ts";
 import type { ReviewHook } from "./review-call.ts";
+import type { ConfigResult as GateResultConfig } from "../policy/config/load.ts";
+import type { EngineLimits } from "../review/engine.ts";
+import type { TokenBudget } from "../review/budget.ts";
 import type { SandboxGateLink } from "../sandbox/gate-link.ts";
 
 export interface GateDeps {
@@ -72,7 +75,7 @@ export function createToolCallGate(deps: GateDeps) {
       outcome = escalation.outcome;
       denial = escalation.denial;
     } else if (result.decision.route === "review" && REVIEWING.has(mode) && result.request && deps.review) {
-      const admission = await deps.review({ event, ctx, request: result.request, decision: result.decision, rejudge: () => decide(event.toolName, event.input, gate, runtime.backend()) });
+      const admission = await deps.review({ event, ctx, request: result.request, decision: result.decision, rejudge: () => decide(event.toolName, event.input, gate, runtime.backend()), limits: reviewLimits(gate.config) });
       if (admission.kind === "deny") {
         outcome = "denied";
         denial = admission.text;
@@ -108,6 +111,13 @@ export function createToolCallGate(deps: GateDeps) {
     deps.sandbox?.admit({ event, passed: outcome, mode, gate, backend: runtime.backend(), escalated: escalation?.outcome === "allowed" });
     return undefined;
   };
+}
+
+/** The user's reviewer limits from auto-mode.json, in the engine's terms. */
+function reviewLimits(config: GateResultConfig): Partial<EngineLimits> {
+  if (!config.ok) return {};
+  const { maxInputTokens, deadlineMs } = config.config.reviewer;
+  return { ...(maxInputTokens !== undefined ? { budget: maxInputTokens as TokenBudget } : {}), ...(deadlineMs !== undefined ? { deadlineMs } : {}) };
 }
 
 function outcomeFor(d: Decision, mode: EffectiveMode): Outcome {

@@ -13,6 +13,8 @@ export { PROJECT_CONFIG_FILE, USER_CONFIG_FILE };
 
 export interface PolicyConfig {
   readonly tmpRoot: string | undefined;
+  /** Reviewer limits from the user file (a project cannot set them). */
+  readonly reviewer: { readonly maxInputTokens?: number; readonly deadlineMs?: number };
   /** Extra protected path globs (absolute), from either file. */
   readonly protectedPaths: readonly string[];
   readonly allow: readonly CompiledRule[];
@@ -23,7 +25,7 @@ export interface PolicyConfig {
 
 export type ConfigResult = { readonly ok: true; readonly config: PolicyConfig } | { readonly ok: false; readonly path: string; readonly message: string };
 
-export const EMPTY_CONFIG: PolicyConfig = { tmpRoot: undefined, protectedPaths: [], allow: [], review: [], deny: [], files: [] };
+export const EMPTY_CONFIG: PolicyConfig = { tmpRoot: undefined, reviewer: {}, protectedPaths: [], allow: [], review: [], deny: [], files: [] };
 
 type FileRead<T> = { kind: "missing" } | { kind: "ok"; value: T } | { kind: "fault"; message: string };
 
@@ -109,6 +111,7 @@ export function loadPolicyConfig(loc: ConfigLocation): ConfigResult {
     ok: true,
     config: {
       tmpRoot: tmpRoot === undefined ? undefined : resolve(tmpRoot),
+      reviewer: { ...u?.review },
       protectedPaths: [...globs(u?.protectedPaths), ...globs(p?.protectedPaths)],
       allow: userRules.allow,
       review: [...userRules.review, ...projectRules.review],

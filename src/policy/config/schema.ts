@@ -20,6 +20,16 @@ export const UserConfigSchema = Type.Object(
     $schema: Type.Optional(Type.String()),
     version: Type.Literal(1),
     tmpRoot: Type.Optional(Type.String({ minLength: 1 })),
+    // Only the user's file: a project must not be able to widen what is sent to the reviewer.
+    review: Type.Optional(
+      Type.Object(
+        {
+          maxInputTokens: Type.Optional(Type.Integer({ minimum: 2048, maximum: 32768 })),
+          deadlineMs: Type.Optional(Type.Integer({ minimum: 1000, maximum: 600000 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     protectedPaths: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { maxItems: 1000 })),
     rules: Type.Optional(
       Type.Object({ allow: Type.Optional(RuleList), review: Type.Optional(RuleList), deny: Type.Optional(RuleList) }, { additionalProperties: false }),
