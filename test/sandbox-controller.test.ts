@@ -58,6 +58,7 @@ function fakeDriver(
       return opts.exec ? opts.exec(spec, io) : { kind: "exited", exitCode: 0 };
     },
     settle() {},
+    transient: (detail) => detail.startsWith("bwrap: Can't find source path"),
     shutdown() {
       counts.shutdowns++;
       opts.shutdown?.();
@@ -261,6 +262,17 @@ describe("exactly once (P9): failures are never replayed", () => {
     assert.match(c.status().reason, /failed during a command/);
     assert.equal((await c.run(request(), io)).kind, "refused");
     assert.equal(counts.execs, 1);
+  });
+
+  test("a start failure from a file removed during setup refuses that call only; the sandbox stays usable", async () => {
+    let n = 0;
+    const { driver, counts } = fakeDriver({ exec: async () => (++n === 1 ? { kind: "not-started", detail: "bwrap: Can't find source path /ws/.pi: No such file or directory" } : { kind: "exited", exitCode: 0 }) });
+    const { c } = controllerWith(driver);
+    await c.ready();
+    assert.equal((await c.run(request(), io)).kind, "refused");
+    assert.equal(c.status().backend, "sandboxed");
+    assert.deepEqual(await c.run(request(), io), { kind: "exited", exitCode: 0 });
+    assert.equal(counts.execs, 2, "the refused call was not run again: the second is a new call");
   });
 
   test("an ambiguous failure (the runner throws after the command may have started) is reported, not retried", async () => {

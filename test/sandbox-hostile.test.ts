@@ -236,6 +236,23 @@ const DENY: Check[] = [
       assert.equal(read(join(f.ws, "pkgs", "linked", ".git")), "gitdir: ../../gitdirs/linked\n");
     },
   },
+  {
+    name: "chmod a placeholder, then write into it",
+    script: () => "chmod 755 .codex .vscode; mkdir -p .vscode/x; echo x > .codex/config.toml; echo '{}' > .vscode/settings.json",
+    verdict: (f) => {
+      driver.settle();
+      assert.equal(existsSync(join(f.ws, ".codex")), false, "the write stayed in the sandbox's own tmpfs");
+      assert.equal(existsSync(join(f.ws, ".vscode")), false);
+    },
+  },
+  {
+    name: "fill /dev/shm (RAM) beyond its bound",
+    script: () => "head -c 100000000 /dev/zero > /dev/shm/big 2>/dev/null; stat -c %s /dev/shm/big > shm.txt; echo x > /dev/new 2>/dev/null; ls /dev > dev.txt",
+    verdict: (f) => {
+      assert.ok(Number(read(join(f.ws, "shm.txt"))) < 100000000, "bounded");
+      assert.doesNotMatch(read(join(f.ws, "dev.txt")) ?? "", /^new$/m, "/dev itself is read-only");
+    },
+  },
   { name: "write through an existing symlink to outside", script: () => "echo x > link_out/via.txt", verdict: (f) => assert.equal(existsSync(join(f.outside, "via.txt")), false) },
   { name: "write through a new symlink to outside", script: () => "ln -s ../outside l2 && echo x > l2/via2.txt", verdict: (f) => assert.equal(existsSync(join(f.outside, "via2.txt")), false) },
   { name: "write through a new symlink to .git", script: () => "ln -s .git g && echo x > g/via", verdict: (f) => assert.equal(existsSync(join(f.ws, ".git", "via")), false) },
@@ -393,7 +410,7 @@ function listenUnix(path: string, count: () => void): Promise<void> {
 
 before(async () => {
   scratch = realpathSync(mkdtempSync(join(tmpdir(), "pi-auto-mode-hostile-")));
-  driver = createLinuxDriver({ runDir: join(scratch, "run") });
+  driver = createLinuxDriver({ runDir: join(scratch, "run"), limits: { processes: 2048, dataBytes: 8 * 2 ** 30, shmBytes: 2 ** 26 } });
   probe = await probeDriver(driver);
   if (!probe.ok) {
     process.stderr.write(`# sandbox unavailable, hostile checks skip: ${probe.reason}\n`);
@@ -460,10 +477,27 @@ describe("limits and concurrency", () => {
     assert.equal(existsSync(join(f.ws, ".husky", "pre-commit")), false);
   });
 
+  test("a later command holds placeholders it found: an earlier command's cleanup cannot open them under it", async (t) => {
+    const reason = skip();
+    if (reason) return t.skip(reason);
+    const f = fixture();
+    const first = runIn(f, "sleep 0.3");
+    await new Promise((r) => setTimeout(r, 120));
+    const second = runIn(f, "sleep 0.8; mkdir -p .codex/x; echo x > .codex/y; echo x > .husky/pre-commit");
+    await first;
+    driver.settle();
+    await second;
+    assert.equal(existsSync(join(f.ws, ".codex", "x")), false);
+    assert.equal(existsSync(join(f.ws, ".codex", "y")), false);
+    assert.equal(existsSync(join(f.ws, ".husky", "pre-commit")), false);
+    driver.settle();
+    assert.equal(existsSync(join(f.ws, ".codex")), false, "and the last holder removed them");
+  });
+
   test("a process bomb stops at the process limit", async (t) => {
     const reason = skip();
     if (reason) return t.skip(reason);
-    const limited = createLinuxDriver({ runDir: join(scratch, "run-limited"), limits: { processes: 40, dataBytes: 2 * 2 ** 30 }, lingerMs: 0 });
+    const limited = createLinuxDriver({ runDir: join(scratch, "run-limited"), limits: { processes: 40, dataBytes: 2 * 2 ** 30, shmBytes: 2 ** 26 }, lingerMs: 0 });
     const c = createController({ platform: "linux", driver: limited });
     const p = await c.ready();
     assert.equal(p.backend, "sandboxed", p.reason);
@@ -489,7 +523,7 @@ time.sleep(0.5)'`;
   test("a runaway allocation stops at the memory limit", async (t) => {
     const reason = skip();
     if (reason) return t.skip(reason);
-    const limited = createLinuxDriver({ runDir: join(scratch, "run-mem"), limits: { processes: 512, dataBytes: 256 * 2 ** 20 }, lingerMs: 0 });
+    const limited = createLinuxDriver({ runDir: join(scratch, "run-mem"), limits: { processes: 512, dataBytes: 256 * 2 ** 20, shmBytes: 2 ** 26 }, lingerMs: 0 });
     const c = createController({ platform: "linux", driver: limited });
     await c.ready();
     const f = fixture();

@@ -12,7 +12,7 @@ import { selectBackend } from "../src/sandbox/controller.ts";
 import { droppedBecause, sandboxEnv } from "../src/sandbox/env.ts";
 import { escalationAsk } from "../src/sandbox/escalation.ts";
 import { computeLayout, LayoutError } from "../src/sandbox/layout.ts";
-import { bwrapArgs, prelude } from "../src/sandbox/linux/bwrap.ts";
+import { bwrapArgs, withPrelude } from "../src/sandbox/linux/bwrap.ts";
 import { compareVersions } from "../src/sandbox/linux/driver.ts";
 import { sandboxLimits } from "../src/sandbox/linux/limits.ts";
 import { createPlaceholderPool, processStart, type Owner } from "../src/sandbox/linux/placeholders.ts";
@@ -36,6 +36,7 @@ function fixture() {
   const tmp = join(root, "tmp");
   const home = join(root, "home");
   for (const d of [join(ws, ".git"), tmp, join(home, ".ssh"), join(home, ".aws")]) mkdirSync(d, { recursive: true });
+  writeFileSync(join(ws, ".git", "HEAD"), "ref: refs/heads/main\n");
   writeFileSync(join(home, ".netrc"), "machine x password y\n");
   const places = () => buildPlaces({ workspace: ws, tmpRoot: tmp, home, agentDir: join(home, ".pi", "agent"), selfPaths: [join(home, ".pi", "agent", "auto-mode.json")] });
   return { root, ws, tmp, home, places };
@@ -152,6 +153,7 @@ describe("layout of writable and protected paths", () => {
     mkdirSync(gitdirTarget, { recursive: true });
     writeFileSync(join(f.ws, "pkgs", "b", ".git"), `gitdir: ${gitdirTarget}\n`);
     mkdirSync(join(f.ws, ".github", "workflows"), { recursive: true });
+    writeFileSync(join(f.ws, ".github", "workflows", "ci.yml"), "on: push\n");
     mkdirSync(join(f.ws, "secrets"), { recursive: true });
     mkdirSync(join(f.ws, "node_modules", "x", ".git"), { recursive: true });
     const layout = computeLayout({ places: f.places(), protectedGlobs: [join(f.ws, "secrets")], ownPaths: [] });
@@ -159,6 +161,19 @@ describe("layout of writable and protected paths", () => {
       assert.ok(layout.readOnly.includes(p), p);
     assert.ok(!layout.missing.includes(join(f.ws, ".github")), ".github exists; only workflows is protected");
     assert.ok(!layout.readOnly.some((p) => p.includes("node_modules")), "regenerable folders are not scanned");
+  });
+
+  test("an empty directory where a protected path belongs is left to the placeholder pool, not bound as the real thing", () => {
+    const f = fixture();
+    mkdirSync(join(f.ws, ".codex"));
+    mkdirSync(join(f.ws, ".github"));
+    mkdirSync(join(f.ws, ".vscode"));
+    writeFileSync(join(f.ws, ".vscode", "settings.json"), "{}");
+    const layout = computeLayout({ places: f.places(), protectedGlobs: [], ownPaths: [] });
+    assert.ok(layout.missing.includes(join(f.ws, ".codex")));
+    assert.ok(layout.missing.includes(join(f.ws, ".github")), "one placeholder for every protected path below an empty .github");
+    assert.ok(!layout.missing.some((m) => m.startsWith(join(f.ws, ".github") + "/")));
+    assert.ok(layout.readOnly.includes(join(f.ws, ".vscode")), "a directory with content is the real thing");
   });
 
   test("a protected symlink protects its target; the scan is bounded", () => {
@@ -198,10 +213,11 @@ describe("bwrap command line", () => {
   const argv = bwrapArgs({
     layout,
     placeholders: layout.missing,
+    appeared: [],
     cwd: f.ws,
     shell: "/bin/bash",
     command: "echo hi",
-    limits: { processes: 100, dataBytes: 1024 * 1024 },
+    limits: { processes: 100, dataBytes: 1024 * 1024, shmBytes: 4096 },
     fds: { seccomp: 3, started: 4 },
   });
   const at = (...seq: string[]) => argv.findIndex((_, i) => seq.every((s, j) => argv[i + j] === s));
@@ -214,26 +230,28 @@ describe("bwrap command line", () => {
     assert.ok(at("--chdir", f.ws) >= 0);
   });
 
-  test("mount order: read-only root, fresh /dev and /proc, /proc/sys read-only, writable roots, then protected paths and masks", () => {
+  test("mount order: read-only root, fresh read-only /dev with a bounded /dev/shm, /proc with /proc/sys read-only, writable roots, then protected paths, placeholders and masks", () => {
     const root = at("--ro-bind", "/", "/");
     const dev = at("--dev", "/dev");
     const proc = at("--proc", "/proc");
     const sys = at("--ro-bind", "/proc/sys", "/proc/sys");
     const ws = at("--bind", f.ws, f.ws);
     const git = at("--ro-bind", join(f.ws, ".git"), join(f.ws, ".git"));
-    const codex = at("--ro-bind", join(f.ws, ".codex"), join(f.ws, ".codex"));
+    const codex = at("--perms", "0555", "--size", "65536", "--tmpfs", join(f.ws, ".codex"));
     const ssh = at("--tmpfs", join(f.home, ".ssh"));
     const sshRo = at("--remount-ro", join(f.home, ".ssh"));
     const netrc = at("--ro-bind", "/dev/null", join(f.home, ".netrc"));
-    assert.ok(root >= 0 && root < dev && dev < proc && proc < sys && sys < ws, "base mounts first");
+    const shm = at("--size", "4096", "--tmpfs", "/dev/shm");
+    const devRo = at("--remount-ro", "/dev");
+    assert.ok(root >= 0 && root < dev && dev < shm && shm < devRo && devRo < proc && proc < sys && sys < ws, "base mounts first");
     assert.ok(ws < git && ws < codex && ws < ssh && ssh < sshRo && netrc > ws, "protected after writable");
-    assert.equal(argv.indexOf("--"), argv.length - 6);
+    assert.equal(argv.indexOf("--"), argv.length - 4);
   });
 
-  test("the command runs unchanged after a prelude that sets limits and signals the start", () => {
+  test("the command runs unchanged after a prelude line that sets limits and signals the start", () => {
     const tail = argv.slice(argv.indexOf("--") + 1);
-    assert.deepEqual(tail, ["/bin/bash", "-c", prelude({ processes: 100, dataBytes: 1024 * 1024 }, 4), "/bin/bash", "echo hi"]);
-    assert.match(tail[2]!, /^ulimit -u 100 -d 1024 \|\| exit 125; printf \. >&4 && exec 4>&- \|\| exit 125; exec "\$0" -c "\$1"$/);
+    assert.deepEqual(tail, ["/bin/bash", "-c", withPrelude("echo hi", { processes: 100, dataBytes: 1024 * 1024, shmBytes: 4096 }, 4)]);
+    assert.equal(tail[2], "ulimit -u 100 -d 1024 || exit 125; printf . >&4 && exec 4>&- || exit 125\necho hi");
   });
 });
 
@@ -370,8 +388,8 @@ describe("limits, versions, probe reasons, backend selection, escalation input",
         "Max processes             500                  1000                 processes ",
       ].join("\n"),
     );
-    assert.deepEqual(sandboxLimits({ processes: 2048, dataBytes: 8 * 2 ** 30 }, file), { processes: 1000, dataBytes: 8 * 2 ** 30 });
-    assert.deepEqual(sandboxLimits({ processes: 100, dataBytes: 1 }, join(root, "missing")), { processes: 100, dataBytes: 1 });
+    assert.deepEqual(sandboxLimits({ processes: 2048, dataBytes: 8 * 2 ** 30, shmBytes: 1 }, file), { processes: 1000, dataBytes: 8 * 2 ** 30, shmBytes: 1 });
+    assert.deepEqual(sandboxLimits({ processes: 100, dataBytes: 1, shmBytes: 1 }, join(root, "missing")), { processes: 100, dataBytes: 1, shmBytes: 1 });
   });
   test("bubblewrap versions compare numerically", () => {
     assert.ok(compareVersions("0.8.0", "0.8.0") === 0);

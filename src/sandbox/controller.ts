@@ -200,8 +200,12 @@ export function createController(opts: ControllerOptions = {}): SandboxControlle
             result = { kind: "exited", exitCode: outcome.exitCode };
             break;
           case "not-started":
-            fail(outcome.detail);
-            result = { kind: "not-started", reason: outcome.detail };
+            // Files of the call changed under the sandbox's setup: this call did not run, the sandbox is fine.
+            if (driver.transient(outcome.detail)) result = { kind: "refused", reason: `the workspace changed while the sandbox was set up (${outcome.detail}); nothing ran` };
+            else {
+              fail(outcome.detail);
+              result = { kind: "not-started", reason: outcome.detail };
+            }
             break;
           case "aborted":
             result = { kind: "aborted" };

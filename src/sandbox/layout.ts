@@ -3,7 +3,7 @@
 // profile. The protected names come from the gate's own data (src/policy/data/paths.json), so
 // the sandbox and the gate protect the same things.
 
-import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync, statSync, type Dirent } from "node:fs";
+import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync, statSync, type Dirent, type Stats } from "node:fs";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { minimatch } from "minimatch";
 import pathData from "../policy/data/paths.json" with { type: "json" };
@@ -20,6 +20,8 @@ export interface LayoutInput {
   readonly ownPaths: readonly string[];
   readonly maxDepth?: number;
   readonly maxDirs?: number;
+  /** How long a scan of the writable roots is reused (ms). */
+  readonly scanCacheMs?: number;
 }
 
 export interface MaskedPath {
@@ -51,14 +53,6 @@ const REGENERABLE = new Set(pathData.regenerableDirs.map(lower));
 /** Canonical spellings of the protected entries a workspace root gets, existing or not. */
 export const ROOT_ENTRIES: readonly string[] = [...pathData.protectedNames, ...pathData.protectedFileNames, ...pathData.protectedSequences.map((s) => s.join("/"))];
 
-function lexists(p: string): boolean {
-  try {
-    return lstatSync(p, { throwIfNoEntry: false }) !== undefined;
-  } catch {
-    return false; // ENOTDIR and the like: not there
-  }
-}
-
 function realOrUndefined(p: string): string | undefined {
   try {
     return realpathSync.native(p);
@@ -67,27 +61,48 @@ function realOrUndefined(p: string): string | undefined {
   }
 }
 
-/**
- * What keeps `p` from being created: the first missing component below its deepest existing
- * ancestor (a placeholder goes there), or, when that ancestor is not a directory, the ancestor
- * itself (bound read-only, it cannot be swapped for a directory).
- */
-function blocker(p: string): { readonly kind: "missing" | "existing"; readonly path: string } | undefined {
-  let cur = p;
-  let missing: string | undefined;
-  for (;;) {
-    let st;
-    try {
-      st = lstatSync(cur, { throwIfNoEntry: false });
-    } catch {
-      st = undefined; // ENOTDIR: a file on the way; keep walking up to it
-    }
-    if (st) return missing === undefined ? undefined : st.isDirectory() ? { kind: "missing", path: missing } : { kind: "existing", path: cur };
-    missing = cur;
-    const parent = dirname(cur);
-    if (parent === cur) return undefined;
-    cur = parent;
+function safeLstat(p: string): Stats | undefined {
+  try {
+    return lstatSync(p, { throwIfNoEntry: false });
+  } catch {
+    return undefined; // ENOTDIR: a file on the way
   }
+}
+
+/**
+ * An empty directory where a protected path belongs may be a placeholder of ours or of another
+ * process (the placeholder pool decides); it never counts as the real thing. Otherwise a second
+ * command would bind it as an ordinary entry without holding it, and the first command's cleanup
+ * would remove it under the second.
+ */
+function vacant(p: string): boolean {
+  const st = safeLstat(p);
+  if (!st) return true;
+  if (!st.isDirectory()) return false;
+  try {
+    return readdirSync(p).length === 0;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Where a placeholder keeps `p` (below `root`) from being created: its topmost component that is
+ * missing or vacant; or, when the nearest non-vacant ancestor is a file, that file (bound
+ * read-only, it cannot be swapped for a directory). Undefined when `p` exists for real.
+ */
+function blocker(p: string, root: string): { readonly kind: "missing" | "existing"; readonly path: string } | undefined {
+  let cur = p;
+  let candidate: string | undefined;
+  while (cur !== root && isWithin(root, cur)) {
+    if (!vacant(cur)) {
+      if (candidate === undefined) return undefined;
+      return safeLstat(cur)?.isDirectory() ? { kind: "missing", path: candidate } : { kind: "existing", path: cur };
+    }
+    candidate = cur;
+    cur = dirname(cur);
+  }
+  return candidate === undefined ? undefined : { kind: "missing", path: candidate };
 }
 
 /** The git directories a `.git` file points to (worktrees, submodules), with their common dir. */
@@ -149,44 +164,34 @@ export function computeLayout(input: LayoutInput): SandboxLayout {
     if (st.isFile() && lower(p.slice(p.lastIndexOf(sep) + 1)) === ".git") for (const g of gitDirsOf(p)) if (inWritable(g)) readOnly.add(g);
   };
 
+  const rootOf = (p: string) => writable.find((w) => isWithin(w, p))!;
+  const guard = (p: string) => {
+    const m = blocker(p, rootOf(p));
+    if (m === undefined) protect(p);
+    else (m.kind === "missing" ? missing : readOnly).add(m.path);
+  };
+
   // 1. The workspace root: every protected entry, existing or not.
-  for (const entry of ROOT_ENTRIES) {
-    const p = join(workspace, entry);
-    if (lexists(p)) protect(p);
-    else {
-      const m = blocker(p);
-      if (m && isWithin(workspace, m.path) && m.path !== workspace) (m.kind === "missing" ? missing : readOnly).add(m.path);
-    }
-  }
+  for (const entry of ROOT_ENTRIES) guard(join(workspace, entry));
   for (const g of places.gitDirs) if (inWritable(g)) readOnly.add(g);
 
-  // 2. Protected entries that already exist deeper down (nested repositories, a package's .pi).
-  const scan = scanRoots(writableAll, input, protect);
-
-  // 3. Home-directory files that configure or run code later, and our own files, when a writable
+  // 3. (before 2, so the scan below knows which empty directories are placeholders) Home-directory files that configure or run code later, and our own files, when a writable
   //    root holds them (a workspace at or above the home directory).
   const secrets = new Set(places.identitySecrets);
   for (const p of [...places.persistence, ...places.selfProtected, ...places.identitySecrets, ...input.ownPaths]) {
     if (!inWritable(p) || writable.includes(p)) continue;
-    if (lexists(p)) {
+    if (!vacant(p)) {
       if (!secrets.has(p)) protect(p);
-    } else {
-      const m = blocker(p);
-      if (m && inWritable(m.path) && !writable.includes(m.path)) (m.kind === "missing" ? missing : readOnly).add(m.path);
-    }
+    } else guard(p);
   }
 
+  // 2. Protected entries that already exist deeper down (nested repositories, a package's .pi).
+  //    The scan also sees the placeholders settled above; those stay placeholders.
+  const { found, scan } = cachedScan(writableAll, input);
+  for (const p of found) if (!missing.has(p)) protect(p);
+
   // 4. Identity secrets anywhere: readable by nobody in the sandbox.
-  const masked = new Map<string, MaskedPath>();
-  for (const s of places.identitySecrets) {
-    const real = realOrUndefined(s);
-    if (!real || masked.has(real)) continue;
-    // Masking a folder that holds a writable root would hide the workspace itself.
-    if (writableAll.some((w) => isWithin(real, w))) continue;
-    const st = statSync(real, { throwIfNoEntry: false });
-    if (!st) continue;
-    masked.set(real, { path: real, kind: st.isDirectory() ? "dir" : "file" });
-  }
+  const masked = new Map<string, MaskedPath>(cachedMasks(places.identitySecrets, writableAll, input.scanCacheMs).map((m) => [m.path, m]));
   for (const m of masked.keys()) readOnly.delete(m);
 
   const ro = outermost(readOnly);
@@ -200,6 +205,59 @@ export function computeLayout(input: LayoutInput): SandboxLayout {
     masked: [...masked.values()].sort((a, b) => a.path.length - b.path.length),
     scan,
   };
+}
+
+const masksCache = new Map<string, { readonly at: number; readonly masks: readonly MaskedPath[] }>();
+
+/** The identity secrets that exist, as real paths (some 60 realpath calls, so reused like a scan). */
+function cachedMasks(secrets: readonly string[], writable: readonly string[], ttl: number = SCAN_CACHE_MS): readonly MaskedPath[] {
+  const key = JSON.stringify([secrets, writable]);
+  const now = Date.now();
+  const hit = masksCache.get(key);
+  if (hit && now - hit.at < ttl) return hit.masks;
+  const masks = new Map<string, MaskedPath>();
+  for (const s of secrets) {
+    const real = realOrUndefined(s);
+    if (!real || masks.has(real)) continue;
+    // Masking a folder that holds a writable root would hide the workspace itself.
+    if (writable.some((w) => isWithin(real, w))) continue;
+    const st = statSync(real, { throwIfNoEntry: false });
+    if (!st) continue;
+    masks.set(real, { path: real, kind: st.isDirectory() ? "dir" : "file" });
+  }
+  const result = [...masks.values()];
+  masksCache.delete(key);
+  masksCache.set(key, { at: now, masks: result });
+  while (masksCache.size > SCAN_CACHE_SIZE) masksCache.delete(masksCache.keys().next().value!);
+  return result;
+}
+
+interface ScanResult {
+  /** Protected entries found below the roots; checked again (protect lstat's them) at every use. */
+  readonly found: readonly string[];
+  readonly scan: { readonly dirs: number; readonly truncated: boolean };
+}
+
+// A big workspace takes tens of milliseconds to scan, and agents run commands in bursts: reuse a
+// scan for a few seconds. What it finds is what existed before the agent's recent commands, which
+// is what needs protecting (a repository the agent itself just made holds nothing of the user's).
+const SCAN_CACHE_MS = 5_000;
+const SCAN_CACHE_SIZE = 32;
+const scans = new Map<string, { readonly at: number; readonly result: ScanResult }>();
+
+function cachedScan(roots: readonly string[], input: LayoutInput): ScanResult {
+  const ttl = input.scanCacheMs ?? SCAN_CACHE_MS;
+  const key = JSON.stringify([roots, input.protectedGlobs, input.maxDepth, input.maxDirs]);
+  const now = Date.now();
+  const hit = scans.get(key);
+  if (hit && now - hit.at < ttl) return hit.result;
+  const found: string[] = [];
+  const scan = scanRoots(roots, input, (p) => found.push(p));
+  const result = { found, scan };
+  scans.delete(key);
+  scans.set(key, { at: now, result });
+  while (scans.size > SCAN_CACHE_SIZE) scans.delete(scans.keys().next().value!);
+  return result;
 }
 
 function scanRoots(roots: readonly string[], input: LayoutInput, protect: (p: string) => void): { dirs: number; truncated: boolean } {

@@ -44,6 +44,8 @@ export interface SandboxDriver {
   /** Compute the layout, take placeholders, build the command line. Throws `RequestError` for a call the sandbox cannot take, anything else for an infrastructure fault. */
   prepare(req: RunRequest): Prepared;
   exec(spec: SpawnSpec, io: SpawnIo): Promise<SpawnOutcome>;
+  /** A start failure caused by the call's own files changing under it (a path removed meanwhile), not by the sandbox. */
+  transient(detail: string): boolean;
   /** Remove placeholders that no command holds any more, now rather than after their linger. Throws when cleanup fails. */
   settle(): void;
   /** Release process-wide resources (placeholders, cgroup). Throws when cleanup fails. */

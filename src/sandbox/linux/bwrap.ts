@@ -14,24 +14,29 @@
 import type { SandboxLayout } from "../layout.ts";
 import type { Limits } from "./limits.ts";
 
+const PLACEHOLDER_TMPFS_BYTES = 65536;
+
 export interface BwrapPlan {
   readonly layout: SandboxLayout;
-  /** Placeholders (empty directories) now standing in for layout.missing, plus entries that appeared meanwhile. */
+  /** Placeholders (empty directories we made) standing in for layout.missing. */
   readonly placeholders: readonly string[];
+  /** Missing entries that appeared meanwhile: ordinary protected entries now. */
+  readonly appeared: readonly string[];
   readonly cwd: string;
   /** The user's shell (bash), run inside. */
   readonly shell: string;
   readonly command: string;
   readonly limits: Limits;
-  readonly fds: { readonly seccomp: number; readonly started: number };
+  /** info and block: bwrap reports its child's pid, then waits until we moved it into the pids cgroup. */
+  readonly fds: { readonly seccomp: number; readonly started: number; readonly info?: number; readonly block?: number };
 }
 
 /**
- * The shell code that runs first inside the sandbox: apply the limits, tell the host the
- * sandbox is up (one byte on the started fd, then close it so the command never sees it), and
- * replace itself by the user's shell running the command string unchanged. Separate from the
- * command, so a syntax error in the command cannot hide the start signal, and line numbers in
- * the command's error messages stay as the model wrote them.
+ * The shell line that runs first inside the sandbox, before the command: apply the limits, then
+ * tell the host the sandbox is up (one byte on the started fd) and close that fd, so the command
+ * never sees it. It is a line of its own: bash runs a -c string line by line, so even a command
+ * with a syntax error cannot keep the start signal from being sent. (Like Pi's own command
+ * prefix, it moves the command's line numbers down by one.)
  */
 export function prelude(limits: Limits, startedFd: number, strict = true): string {
   const procs = `-u ${limits.processes}`;
@@ -39,7 +44,12 @@ export function prelude(limits: Limits, startedFd: number, strict = true): strin
   // Strict (Linux): hard limits, and a sandbox that cannot set them does not start. Lenient
   // (macOS, untested on real hardware): soft limits where the system allows them.
   const ulimits = strict ? `ulimit ${procs} ${data} || exit 125` : `ulimit -S ${procs} 2>/dev/null; ulimit -S ${data} 2>/dev/null`;
-  return `${ulimits}; printf . >&${startedFd} && exec ${startedFd}>&- || exit 125; exec "$0" -c "$1"`;
+  return `${ulimits}; printf . >&${startedFd} && exec ${startedFd}>&- || exit 125`;
+}
+
+/** The -c string: the prelude line, then the command exactly as written. */
+export function withPrelude(command: string, limits: Limits, startedFd: number, strict = true): string {
+  return `${prelude(limits, startedFd, strict)}\n${command}`;
 }
 
 export function bwrapArgs(plan: BwrapPlan): string[] {
@@ -61,6 +71,13 @@ export function bwrapArgs(plan: BwrapPlan): string[] {
     "/",
     "--dev",
     "/dev",
+    // /dev itself is a tmpfs the sandbox could fill (RAM); /dev/shm gets a bounded one of its own.
+    "--size",
+    String(plan.limits.shmBytes),
+    "--tmpfs",
+    "/dev/shm",
+    "--remount-ro",
+    "/dev",
     "--proc",
     "/proc",
     "--ro-bind",
@@ -73,8 +90,14 @@ export function bwrapArgs(plan: BwrapPlan): string[] {
   ];
   for (const w of layout.writable) a.push("--bind", w, w);
   // Outermost first, so a nested entry is mounted on top of its parent's mount.
-  const readOnly = [...new Set([...layout.readOnly, ...plan.placeholders])].sort((x, y) => x.length - y.length || x.localeCompare(y));
+  const readOnly = [...new Set([...layout.readOnly, ...plan.appeared])].sort((x, y) => x.length - y.length || x.localeCompare(y));
   for (const p of readOnly) a.push("--ro-bind", p, p);
+  // A placeholder gets a tiny tmpfs of mode 0555 rather than a read-only bind: a bind costs ~0.1 ms
+  // (bwrap re-reads the whole mount table for each), a tmpfs ~0.01 ms, and there are dozens. Being
+  // a mount point, it cannot be removed or renamed (EBUSY); without capabilities, writing into it
+  // fails (EACCES); a command that chmods it first writes into its own tmpfs, which the host
+  // never sees and which vanishes with the sandbox.
+  for (const p of [...plan.placeholders].sort((x, y) => x.length - y.length || x.localeCompare(y))) a.push("--perms", "0555", "--size", String(PLACEHOLDER_TMPFS_BYTES), "--tmpfs", p);
   const remount: string[] = [];
   for (const m of layout.masked) {
     if (m.kind === "dir") {
@@ -83,6 +106,7 @@ export function bwrapArgs(plan: BwrapPlan): string[] {
     } else a.push("--ro-bind", "/dev/null", m.path);
   }
   for (const r of remount) a.push("--remount-ro", r);
-  a.push("--seccomp", String(plan.fds.seccomp), "--chdir", plan.cwd, "--", plan.shell, "-c", prelude(plan.limits, plan.fds.started), plan.shell, plan.command);
+  if (plan.fds.info !== undefined && plan.fds.block !== undefined) a.push("--info-fd", String(plan.fds.info), "--block-fd", String(plan.fds.block));
+  a.push("--seccomp", String(plan.fds.seccomp), "--chdir", plan.cwd, "--", plan.shell, "-c", withPrelude(plan.command, plan.limits, plan.fds.started));
   return a;
 }

@@ -11,7 +11,7 @@ import { defaultRunDir, ensureRunDir } from "../run-dir.ts";
 import { spawnSandbox } from "../spawn.ts";
 import type { Prepared, RunRequest, SandboxDriver, StaticCheck } from "../types.ts";
 import { bwrapArgs } from "./bwrap.ts";
-import { createPidsCgroup, inCgroup, processLimitKind, removePidsCgroup, sandboxLimits, type Limits, type PidsCgroup } from "./limits.ts";
+import { createPidsCgroup, processLimitKind, removePidsCgroup, sandboxLimits, type Limits, type PidsCgroup } from "./limits.ts";
 import { createPlaceholderPool, type PlaceholderPool } from "./placeholders.ts";
 import { seccompArch, seccompProgram, type SeccompArch } from "./seccomp.ts";
 
@@ -28,8 +28,10 @@ export interface LinuxDriverOptions {
   readonly env?: NodeJS.ProcessEnv;
 }
 
-const STARTED_FD = 4;
 const SECCOMP_FD = 3;
+const STARTED_FD = 4;
+const INFO_FD = 5;
+const BLOCK_FD = 6;
 
 export function findOnPath(name: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
   const dirs = (env.PATH ?? "").split(delimiter).filter((d) => d.startsWith("/"));
@@ -149,25 +151,35 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
       try {
         args = bwrapArgs({
           layout,
-          placeholders: [...hold.placeholders, ...hold.existing],
+          placeholders: hold.placeholders,
+          appeared: hold.existing,
           cwd: req.cwd,
           shell: req.shell,
           command: req.command,
           limits,
-          fds: { seccomp: SECCOMP_FD, started: STARTED_FD },
+          fds: cgroup ? { seccomp: SECCOMP_FD, started: STARTED_FD, info: INFO_FD, block: BLOCK_FD } : { seccomp: SECCOMP_FD, started: STARTED_FD },
         });
       } catch (e) {
         pool.release(hold);
         throw e;
       }
-      const run = cgroup ? inCgroup(cgroup, bwrap, args) : { file: bwrap, args };
       return {
         layout,
-        spec: { file: run.file, args: run.args, env: sandboxEnv(req.env, layout.tmpRoot), cwd: req.cwd, fd3File: seccompFile, startedFd: STARTED_FD },
+        spec: {
+          file: bwrap,
+          args,
+          env: sandboxEnv(req.env, layout.tmpRoot),
+          cwd: req.cwd,
+          fd3File: seccompFile,
+          startedFd: STARTED_FD,
+          ...(cgroup ? { cgroup: { procs: join(cgroup.dir, "cgroup.procs"), infoFd: INFO_FD, blockFd: BLOCK_FD } } : {}),
+        },
         release: () => pool.release(hold),
       };
     },
     exec: spawnSandbox,
+    // A protected path or the working directory removed between the layout and the mount.
+    transient: (detail) => /^bwrap: Can't (find source path|chdir|create file at|mkdir)/m.test(detail),
     settle: () => pool.flush(),
     shutdown() {
       let failure: unknown;

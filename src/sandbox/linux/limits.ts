@@ -18,6 +18,8 @@ import { processStart } from "./placeholders.ts";
 export interface Limits {
   readonly processes: number;
   readonly dataBytes: number;
+  /** Size of the sandbox's own /dev/shm (a tmpfs: RAM). */
+  readonly shmBytes: number;
 }
 
 /** Where the process limit comes from, for doctor and the probe. */
@@ -44,7 +46,7 @@ export function sandboxLimits(requested: Limits = data.limits, limitsFile = "/pr
   const lines = text.split("\n");
   const procs = hardLimit(lines.find((l) => l.startsWith("Max processes")));
   const dataHard = hardLimit(lines.find((l) => l.startsWith("Max data size")));
-  return { processes: Math.min(requested.processes, procs), dataBytes: Math.min(requested.dataBytes, dataHard) };
+  return { ...requested, processes: Math.min(requested.processes, procs), dataBytes: Math.min(requested.dataBytes, dataHard) };
 }
 
 /** The directory of this process's cgroup in the hierarchy that has the pids controller, if any. */
@@ -136,14 +138,6 @@ export function removePidsCgroup(cg: PidsCgroup): void {
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
   }
-}
-
-/**
- * The argv that runs `file args` inside the cgroup: a tiny shell moves itself in, then becomes
- * bwrap, so bwrap and everything it starts are counted from the first instruction on.
- */
-export function inCgroup(cg: PidsCgroup, file: string, args: readonly string[]): { file: string; args: string[] } {
-  return { file: "/bin/sh", args: ["-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', cg.dir, file, ...args] };
 }
 
 export function processLimitKind(cg: PidsCgroup | undefined, euid: number): ProcessLimitKind {

@@ -5,7 +5,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import pathData from "../../policy/data/paths.json" with { type: "json" };
-import { prelude } from "../linux/bwrap.ts";
+import { withPrelude } from "../linux/bwrap.ts";
 import { sandboxLimits, type Limits } from "../linux/limits.ts";
 import { sandboxEnv } from "../env.ts";
 import { computeLayout } from "../layout.ts";
@@ -41,7 +41,7 @@ export function createMacDriver(opts: MacDriverOptions = {}): SandboxDriver {
         layout,
         spec: {
           file: exe,
-          args: ["-p", profile, req.shell, "-c", prelude(limits, STARTED_FD, false), req.shell, req.command],
+          args: ["-p", profile, req.shell, "-c", withPrelude(req.command, limits, STARTED_FD, false)],
           env: sandboxEnv(req.env, layout.tmpRoot),
           cwd: req.cwd,
           startedFd: STARTED_FD,
@@ -50,6 +50,7 @@ export function createMacDriver(opts: MacDriverOptions = {}): SandboxDriver {
       };
     },
     exec: spawnSandbox,
+    transient: () => false,
     settle() {},
     shutdown() {},
     facts() {
