@@ -59,10 +59,11 @@ function fakeDriver(
     },
     settle() {},
     transient: (detail) => detail.startsWith("bwrap: Can't find source path"),
-    shutdown() {
+    async shutdown() {
       counts.shutdowns++;
       opts.shutdown?.();
     },
+    stopNow() {},
     facts: () => [],
   };
   return { driver, counts };

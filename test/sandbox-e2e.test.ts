@@ -166,7 +166,7 @@ describe("the sandboxed backend, through a real AgentSession", () => {
       [],
       "no placeholder is left behind",
     );
-    assert.equal(c.status().backend, "sandboxed", "a clean drain leaves the sandbox usable");
+    assert.equal(c.status().backend, "sandboxed", `a clean drain leaves the sandbox usable (${c.status().reason})`);
     first.session.dispose();
     second.session.dispose();
     await first.dispose();

@@ -513,7 +513,7 @@ for i in range(120):
         open("kid%d" % i, "w").close(); time.sleep(1.5); os._exit(0)
 time.sleep(0.5)'`;
     const r = await runIn(f, script, { controller: c });
-    await c.drain();
+    assert.deepEqual(await c.drain(), { ok: true }, "the limited sandbox cleans up after itself");
     assert.equal(r.kind, "exited");
     const kids = readdirSync(f.ws).filter((n) => n.startsWith("kid")).length;
     t.diagnostic(`${kids} of 120 children started under a limit of 40 (${limited.facts().join("; ")})`);
@@ -528,7 +528,7 @@ time.sleep(0.5)'`;
     await c.ready();
     const f = fixture();
     const r = await runIn(f, `${PY} -c 'b = bytearray(768 * 1024 * 1024); open("allocated.txt", "w").write("yes")'`, { controller: c });
-    await c.drain();
+    assert.deepEqual(await c.drain(), { ok: true }, "the limited sandbox cleans up after itself");
     assert.equal(r.kind, "exited");
     assert.equal(existsSync(join(f.ws, "allocated.txt")), false);
   });

@@ -145,7 +145,7 @@ export function createController(opts: ControllerOptions = {}): SandboxControlle
         }
       }
       try {
-        driver?.shutdown();
+        driver?.stopNow();
       } catch {
         // as above
       }
@@ -256,7 +256,7 @@ export function createController(opts: ControllerOptions = {}): SandboxControlle
       }
       if (report.ok) {
         try {
-          driver?.shutdown();
+          await driver?.shutdown();
         } catch (e) {
           report = { ok: false, reason: `sandbox resources could not be released: ${(e as Error)?.message ?? String(e)}` };
         }

@@ -7,7 +7,6 @@
 
 import { spawn, type StdioOptions } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
-import { writeFile } from "node:fs/promises";
 import { constants as osConstants } from "node:os";
 
 export interface SpawnSpec {
@@ -19,13 +18,6 @@ export interface SpawnSpec {
   readonly fd3File?: string;
   /** The fd number the started byte arrives on (4). */
   readonly startedFd: number;
-  /**
-   * Move the sandbox into a pids cgroup before anything in it runs: bwrap reports its child's pid
-   * on infoFd and waits on blockFd; we write the pid to `procs`, then let it go. Moving a process
-   * into a cgroup waits for an RCU grace period (~10 ms here), which this overlaps with bwrap's
-   * own setup instead of adding it.
-   */
-  readonly cgroup?: { readonly procs: string; readonly infoFd: number; readonly blockFd: number };
 }
 
 export interface SpawnIo {
@@ -75,9 +67,7 @@ export function spawnSandbox(spec: SpawnSpec, io: SpawnIo): Promise<SpawnOutcome
       return;
     }
     const stdio: StdioOptions = ["ignore", "pipe", "pipe"];
-    const piped = new Set([spec.startedFd, ...(spec.cgroup ? [spec.cgroup.infoFd, spec.cgroup.blockFd] : [])]);
-    const top = Math.max(...piped);
-    for (let fd = 3; fd <= top; fd++) stdio.push(piped.has(fd) ? "pipe" : fd === 3 && fd3 !== undefined ? fd3 : "ignore");
+    for (let fd = 3; fd <= spec.startedFd; fd++) stdio.push(fd === spec.startedFd ? "pipe" : fd === 3 && fd3 !== undefined ? fd3 : "ignore");
     const child = spawn(spec.file, [...spec.args], { cwd: spec.cwd, env: spec.env, stdio, detached: true });
     if (fd3 !== undefined) closeSync(fd3);
 
@@ -101,30 +91,6 @@ export function spawnSandbox(spec: SpawnSpec, io: SpawnIo): Promise<SpawnOutcome
     });
     startedStream?.on("error", () => {});
 
-    let setupFailure: string | undefined;
-    if (spec.cgroup) {
-      const { procs, infoFd, blockFd } = spec.cgroup;
-      const info = child.stdio[infoFd];
-      const block = child.stdio[blockFd];
-      let text = "";
-      let moving = false;
-      block?.on("error", () => {});
-      info?.on("error", () => {});
-      info?.on("data", (chunk: Buffer) => {
-        text += chunk.toString("utf8");
-        const pid = /"child-pid":\s*(\d+)/.exec(text)?.[1];
-        if (!pid || moving) return;
-        moving = true;
-        writeFile(procs, pid).then(
-          () => (block as NodeJS.WritableStream | null)?.end("x"),
-          (e: Error) => {
-            setupFailure = `could not move the sandbox into its pids cgroup: ${e.message}`;
-            killGroup(child.pid);
-          },
-        );
-      });
-    }
-
     const onAbort = () => {
       aborted = true;
       killGroup(child.pid);
@@ -147,7 +113,7 @@ export function spawnSandbox(spec: SpawnSpec, io: SpawnIo): Promise<SpawnOutcome
       if (timedOut) return resolve({ kind: "timeout", started, seconds: io.timeout ?? 0 });
       if (!started) {
         const text = Buffer.concat(early).toString("utf8").trim().slice(0, MAX_DETAIL);
-        const why = setupFailure ?? (error ? `${spec.file}: ${error.message}` : text || `${spec.file} exited with ${code ?? signal} before the command started`);
+        const why = error ? `${spec.file}: ${error.message}` : text || `${spec.file} exited with ${code ?? signal} before the command started`;
         return resolve({ kind: "not-started", detail: why });
       }
       const exitCode = code ?? (signal ? 128 + (osConstants.signals[signal] ?? 0) : 1);

@@ -48,8 +48,10 @@ export interface SandboxDriver {
   transient(detail: string): boolean;
   /** Remove placeholders that no command holds any more, now rather than after their linger. Throws when cleanup fails. */
   settle(): void;
-  /** Release process-wide resources (placeholders, cgroup). Throws when cleanup fails. */
-  shutdown(): void;
+  /** Release process-wide resources (placeholders, helper process, cgroup). Rejects when cleanup fails. */
+  shutdown(): Promise<void>;
+  /** At process exit: stop everything now, synchronously, as far as that goes. */
+  stopNow(): void;
   /** Facts for `doctor`. */
   facts(): readonly string[];
 }

@@ -27,8 +27,7 @@ export interface BwrapPlan {
   readonly shell: string;
   readonly command: string;
   readonly limits: Limits;
-  /** info and block: bwrap reports its child's pid, then waits until we moved it into the pids cgroup. */
-  readonly fds: { readonly seccomp: number; readonly started: number; readonly info?: number; readonly block?: number };
+  readonly fds: { readonly seccomp: number; readonly started: number };
 }
 
 /**
@@ -106,7 +105,6 @@ export function bwrapArgs(plan: BwrapPlan): string[] {
     } else a.push("--ro-bind", "/dev/null", m.path);
   }
   for (const r of remount) a.push("--remount-ro", r);
-  if (plan.fds.info !== undefined && plan.fds.block !== undefined) a.push("--info-fd", String(plan.fds.info), "--block-fd", String(plan.fds.block));
   a.push("--seccomp", String(plan.fds.seccomp), "--chdir", plan.cwd, "--", plan.shell, "-c", withPrelude(plan.command, plan.limits, plan.fds.started));
   return a;
 }

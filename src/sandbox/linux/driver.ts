@@ -14,6 +14,7 @@ import { bwrapArgs } from "./bwrap.ts";
 import { createPidsCgroup, processLimitKind, removePidsCgroup, sandboxLimits, type Limits, type PidsCgroup } from "./limits.ts";
 import { createPlaceholderPool, type PlaceholderPool } from "./placeholders.ts";
 import { seccompArch, seccompProgram, type SeccompArch } from "./seccomp.ts";
+import { startSpawner, type Spawner } from "./spawner.ts";
 
 export interface LinuxDriverOptions {
   /** Where to look for bwrap; default: PATH, then /usr/bin. */
@@ -25,13 +26,13 @@ export interface LinuxDriverOptions {
   readonly cgroup?: boolean;
   /** How long unused placeholders stay (ms); 0 removes them as soon as no command holds them. */
   readonly lingerMs?: number;
+  /** Start sandboxes from the helper process (default true; see spawner.ts). */
+  readonly spawner?: boolean;
   readonly env?: NodeJS.ProcessEnv;
 }
 
 const SECCOMP_FD = 3;
 const STARTED_FD = 4;
-const INFO_FD = 5;
-const BLOCK_FD = 6;
 
 export function findOnPath(name: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
   const dirs = (env.PATH ?? "").split(delimiter).filter((d) => d.startsWith("/"));
@@ -75,11 +76,14 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
   let seccompFile: string | undefined;
   let limits: Limits | undefined;
   let cgroup: PidsCgroup | undefined;
+  let spawner: Promise<Spawner> | undefined;
   let checked: StaticCheck | undefined;
 
+  let lastCheck: StaticCheck | undefined;
   const check = (): StaticCheck => {
     if (checked) return checked;
     checked = staticCheck();
+    lastCheck = checked;
     return checked;
   };
 
@@ -157,7 +161,7 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
           shell: req.shell,
           command: req.command,
           limits,
-          fds: cgroup ? { seccomp: SECCOMP_FD, started: STARTED_FD, info: INFO_FD, block: BLOCK_FD } : { seccomp: SECCOMP_FD, started: STARTED_FD },
+          fds: { seccomp: SECCOMP_FD, started: STARTED_FD },
         });
       } catch (e) {
         pool.release(hold);
@@ -172,31 +176,53 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
           cwd: req.cwd,
           fd3File: seccompFile,
           startedFd: STARTED_FD,
-          ...(cgroup ? { cgroup: { procs: join(cgroup.dir, "cgroup.procs"), infoFd: INFO_FD, blockFd: BLOCK_FD } } : {}),
         },
         release: () => pool.release(hold),
       };
     },
-    exec: spawnSandbox,
+    async exec(spec, io) {
+      if (opts.spawner === false) return spawnSandbox(spec, io);
+      spawner ??= startSpawner(cgroup?.dir);
+      let s: Spawner;
+      try {
+        s = await spawner;
+      } catch (e) {
+        return { kind: "not-started", detail: (e as Error).message };
+      }
+      return s.exec(spec, io);
+    },
     // A protected path or the working directory removed between the layout and the mount.
     transient: (detail) => /^bwrap: Can't (find source path|chdir|create file at|mkdir)/m.test(detail),
     settle: () => pool.flush(),
-    shutdown() {
+    stopNow() {
+      try {
+        pool.flush();
+      } finally {
+        void spawner?.then((x) => x.kill(), () => {});
+        // The cgroup stays until the helper is reaped; the next start removes it.
+      }
+    },
+    async shutdown() {
       let failure: unknown;
       try {
         pool.flush();
       } catch (e) {
         failure = e;
       }
-      // The cgroup goes either way; a placeholder that would not go is still reported.
-      if (cgroup) removePidsCgroup(cgroup);
+      // The helper and the cgroup go either way; a placeholder that would not go is still reported.
+      const s = spawner;
+      spawner = undefined;
+      if (s) await s.then((x) => x.close(), () => {});
+      if (cgroup) await removePidsCgroup(cgroup);
       cgroup = undefined;
       if (failure) throw failure;
       // A later start checks again, and makes a new cgroup.
       checked = undefined;
     },
     facts() {
-      const c = check();
+      // What the last check found; checking again after a shutdown would make a new cgroup.
+      const c = checked ?? lastCheck;
+      if (!c) return [];
       return c.ok ? c.notes : [c.reason];
     },
   };

@@ -9,9 +9,10 @@
 // - RLIMIT_DATA bounds each process's heap without counting address space that is only reserved
 //   (RLIMIT_AS breaks WebAssembly and the JVM, which reserve many GiB up front).
 
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import data from "../data/sandbox.json" with { type: "json" };
 import { processStart } from "./placeholders.ts";
 
@@ -87,7 +88,6 @@ function ownPidsCgroupDir(): string | undefined {
 }
 
 const CGROUP_PREFIX = "pi-auto-mode-";
-let cgroupSeq = 0;
 
 /**
  * A child pids cgroup for this process's sandboxes, or undefined where we cannot make one (then
@@ -111,10 +111,11 @@ export function createPidsCgroup(max: number): PidsCgroup | undefined {
   } catch {
     return undefined;
   }
-  // One per driver (a process normally has one; tests make several with other limits).
-  const dir = join(parent, `${CGROUP_PREFIX}${process.pid}-${processStart(process.pid) ?? "0"}-${++cgroupSeq}`);
+  // One per driver, never shared: Pi loads a fresh copy of this module per session, so a counter
+  // would repeat, and one driver's cleanup would find another's processes in its cgroup.
+  const dir = join(parent, `${CGROUP_PREFIX}${process.pid}-${processStart(process.pid) ?? "0"}-${randomBytes(4).toString("hex")}`);
   try {
-    if (!existsSync(dir)) mkdirSync(dir);
+    mkdirSync(dir);
     writeFileSync(join(dir, "pids.max"), String(max));
     // Cgroup v2 only takes members where the parent delegates the controller, which our own
     // cgroup cannot while we are in it: try a move once now rather than fail every command.
@@ -131,12 +132,18 @@ export function createPidsCgroup(max: number): PidsCgroup | undefined {
   }
 }
 
-/** Remove the cgroup; throws when processes are still in it. */
-export function removePidsCgroup(cg: PidsCgroup): void {
-  try {
-    rmdirSync(cg.dir);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+/** Remove the cgroup; rejects when processes are still in it after a short wait (a process just killed leaves it when it is reaped). */
+export async function removePidsCgroup(cg: PidsCgroup): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      rmdirSync(cg.dir);
+      return;
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === "ENOENT") return;
+      if (code !== "EBUSY" || attempt >= 20) throw e;
+      await new Promise((r) => setTimeout(r, 25));
+    }
   }
 }
 

@@ -18,6 +18,7 @@
 
 import { lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { rmdir } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
 import { basename, dirname, join } from "node:path";
 
 export interface Owner {
@@ -211,7 +212,8 @@ export function ensureRegistry(registry: string): void {
 export function createPlaceholderPool(registry: string, opts: { readonly lingerMs?: number; readonly owner?: Owner } = {}): PlaceholderPool {
   const owner = opts.owner ?? selfOwner();
   const lingerMs = opts.lingerMs ?? DEFAULT_LINGER_MS;
-  const ownFile = join(registry, `${owner.pid}-${owner.start}.json`);
+  // One record per pool: a process may hold several (Pi loads a module copy per session).
+  const ownFile = join(registry, `${owner.pid}-${owner.start}-${randomBytes(4).toString("hex")}.json`);
   /** Placeholders in our holder record, with how many leases of ours hold each. */
   const refs = new Map<string, number>();
   let timer: NodeJS.Timeout | undefined;

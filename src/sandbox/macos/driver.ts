@@ -52,7 +52,8 @@ export function createMacDriver(opts: MacDriverOptions = {}): SandboxDriver {
     exec: spawnSandbox,
     transient: () => false,
     settle() {},
-    shutdown() {},
+    shutdown: async () => {},
+    stopNow() {},
     facts() {
       const c = check();
       return c.ok ? c.notes : [c.reason];
