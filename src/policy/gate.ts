@@ -61,7 +61,8 @@ export function prepareGate(setup: GateSetup): GateContext {
   const places = cachedPlaces(setup, tmpRoot);
   const repo = inspectRepository(places);
   const shell: ShellEnv = { places, cwd: setup.cwd, home: setup.home, ...repo };
-  return { setup, config, judge: { places, shell, protectedGlobs: config.ok ? config.config.protectedPaths : [] } };
+  const rules = config.ok ? config.config.allow.length + config.config.review.length + config.config.deny.length : 0;
+  return { setup, config, judge: { places, shell, protectedGlobs: config.ok ? config.config.protectedPaths : [], rulesConfigured: rules > 0 } };
 }
 
 export interface GateResult {

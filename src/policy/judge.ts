@@ -67,6 +67,8 @@ function shapeProblem(tool: string, input: Record<string, unknown>): string | un
 export interface JudgeContext {
   readonly places: Places;
   readonly shell: ShellEnv;
+  /** Whether any user or project rule exists: only then is a bash call's rule subject worth building. */
+  readonly rulesConfigured?: boolean;
   /** Extra protected globs from the configuration (absolute). */
   readonly protectedGlobs: readonly string[];
 }
@@ -135,7 +137,9 @@ function judgeFileWrite(tool: string, raw: string, lexical: string, real: string
 
 function judgeBash(command: string, ctx: JudgeContext): Judgement {
   const { verdict } = analyzeShell(command, ctx.shell);
-  return { kind: "bash", cls: verdict.cls, reason: verdict.reason, detail: verdict.detail, subject: bashSubject(command, ctx) };
+  // Without rules nothing reads the subject; building it means parsing the command a second time.
+  const subject = ctx.rulesConfigured === false ? { tool: "bash", commands: [], paths: [] } : bashSubject(command, ctx);
+  return { kind: "bash", cls: verdict.cls, reason: verdict.reason, detail: verdict.detail, subject };
 }
 
 /** The simple commands of a bash call, as rules see them: words joined by single spaces. */

@@ -44,6 +44,8 @@ export interface ScriptState {
   readonly words: Arg[];
   /** Memo of `namesSecret`: the number of words checked and the answer. */
   secretWord: { checked: number; found: string | undefined };
+  /** Symlink resolutions already done for this decision: the file system is taken as still for its duration. */
+  readonly resolved: Map<string, { real: string; exists: boolean } | null>;
 }
 
 export function newScriptState(env: ShellEnv, functions: Iterable<string> = []): ScriptState {
@@ -54,6 +56,7 @@ export function newScriptState(env: ShellEnv, functions: Iterable<string> = []):
     network: undefined,
     functions: new Set(functions),
     links: new Map(),
+    resolved: new Map(),
     words: [],
     secretWord: { checked: 0, found: undefined },
   };
@@ -71,12 +74,18 @@ export function locate(state: ScriptState, value: string): Located[] | null {
   for (const cwd of isAbsolute(value) ? ["/"] : state.cwds) {
     if (cwd === null) return null;
     const lexical = resolve(cwd, value);
-    try {
-      const r = resolveReal(throughLinks(state, lexical));
-      out.push({ lexical, real: r.real, exists: r.exists });
-    } catch {
-      return null;
+    const target = throughLinks(state, lexical);
+    let r = state.resolved.get(target);
+    if (r === undefined) {
+      try {
+        r = resolveReal(target);
+      } catch {
+        r = null;
+      }
+      state.resolved.set(target, r);
     }
+    if (r === null) return null;
+    out.push({ lexical, real: r.real, exists: r.exists });
   }
   return out;
 }
