@@ -25,6 +25,7 @@ import type { ProbeResult, SandboxDriver } from "../src/sandbox/types.ts";
 const NODE = process.execPath;
 const PY = existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
 const IS_ROOT = process.getuid?.() === 0;
+const WHO = IS_ROOT ? "root" : `uid ${process.getuid?.()}`;
 const CHILD_FLAG = "PI_AUTO_MODE_HOSTILE_CHILD";
 const SECRET = "sk-hostile-test-0123456789abcdefghij";
 const ENV_SECRET = "sk-ant-envsecret-0123456789abcdefghij";
@@ -458,9 +459,9 @@ function register(checks: readonly Check[], expect: "ok" | "deny") {
   }
 }
 
-describe(`hostile suite as ${IS_ROOT ? "root" : `uid ${process.getuid?.()}`}: what must keep working`, { concurrency: 4 }, () => register(COMPAT, "ok"));
-describe(`hostile suite as ${IS_ROOT ? "root" : `uid ${process.getuid?.()}`}: what must have no effect`, { concurrency: 4 }, () => register(DENY, "deny"));
-describe(`hostile suite as ${IS_ROOT ? "root" : `uid ${process.getuid?.()}`}: no network`, { concurrency: 1 }, () => register(NETWORK, "deny"));
+describe(`hostile suite as ${WHO}: what must keep working`, { concurrency: 4 }, () => register(COMPAT, "ok"));
+describe(`hostile suite as ${WHO}: what must have no effect`, { concurrency: 4 }, () => register(DENY, "deny"));
+describe(`hostile suite as ${WHO}: no network`, { concurrency: 1 }, () => register(NETWORK, "deny"));
 
 describe("limits and concurrency", () => {
   test("a command's protection holds while a concurrent command ends and releases its placeholders", async (t) => {
