@@ -15,7 +15,7 @@ import { createRuntimeState } from "./state/runtime-state.ts";
 import { MODE_ENTRY_TYPE, restoredMode, type ModeEntry } from "./state/session.ts";
 import { createToolCallGate } from "./tools/tool-call-gate.ts";
 import { showStatus } from "./ui/status.ts";
-import { createSandboxedBashTool } from "./tools/bash.ts";
+import { createSandboxedBashTool, isActiveBash } from "./tools/bash.ts";
 import { createAdmissionBook } from "./sandbox/admission.ts";
 import { sharedController } from "./sandbox/controller.ts";
 import { NO_REVIEWER } from "./sandbox/escalation.ts";
@@ -28,9 +28,13 @@ export default function autoMode(pi: ExtensionAPI): void {
   // Global state is the durable, cross-process store under Pi's agent dir (P12).
   const sandbox = sharedController();
   const sandboxOwner = `session-${randomUUID()}`;
-  const runtime = createRuntimeState(followingGlobalState(getAgentDir), () => sandbox.status().backend);
   const admissions = createAdmissionBook();
-  pi.registerTool(createSandboxedBashTool({ controller: () => sandbox, admissions, settings: () => pi.getSettings() }));
+  const bashTool = createSandboxedBashTool({ controller: () => sandbox, admissions, settings: () => pi.getSettings() });
+  pi.registerTool(bashTool);
+  // Set when another extension's bash replaced ours: it would run contained commands bare (P5).
+  let bashReplaced: string | undefined;
+  const backendReason = () => bashReplaced ?? sandbox.status().reason;
+  const runtime = createRuntimeState(followingGlobalState(getAgentDir), () => (bashReplaced ? "unavailable" : sandbox.status().backend));
 
   let lastCtx: ExtensionContext | undefined;
   const refresh = (ctx: ExtensionContext) => {
@@ -38,7 +42,7 @@ export default function autoMode(pi: ExtensionAPI): void {
     const health = loadPolicyConfig({ agentDir: getAgentDir(), cwd: ctx.cwd, home: homedir() }).ok ? "ok" : "fault";
     const label = runtime.label(health);
     // The footer says why the sandbox is unavailable, not only that it is (P16).
-    showStatus(ctx.ui, runtime.effective(health) === "auto-sandbox-unavailable" ? `${label} — ${sandbox.status().reason}` : label);
+    showStatus(ctx.ui, runtime.effective(health) === "auto-sandbox-unavailable" ? `${label} — ${backendReason()}` : label);
   };
   // A sandbox failure during a command changes the backend: the footer follows at once.
   const unsubscribe = sandbox.subscribe(() => {
@@ -58,9 +62,10 @@ export default function autoMode(pi: ExtensionAPI): void {
     if (event.reason !== "reload" && last && (last.data as ModeEntry | undefined)?.mode !== "auto") pi.appendEntry<ModeEntry>(MODE_ENTRY_TYPE, { mode: "auto" });
     await runtime.global.read();
     sandbox.attach(sandboxOwner);
-    const backend = await sandbox.ready();
+    await sandbox.ready();
+    bashReplaced = isActiveBash(pi.getAllTools(), bashTool) ? undefined : "another extension's bash tool replaced auto mode's, so shell commands could not be contained";
     refresh(ctx);
-    if (backend.backend === "unavailable" && ctx.hasUI) ctx.ui.notify(`auto mode: the OS sandbox is unavailable, so shell commands are denied: ${backend.reason}`, "warning");
+    if (runtime.backend() === "unavailable" && ctx.hasUI) ctx.ui.notify(`auto mode: the OS sandbox is unavailable, so shell commands are denied: ${backendReason()}`, "warning");
   });
 
   // The reviewer (issue 4): one service per runtime; its usage is owed to the calls' results.

@@ -18,7 +18,7 @@ import type { SpawnIo, SpawnOutcome, SpawnSpec } from "../src/sandbox/spawn.ts";
 import { RequestError, type ProbeResult, type RunRequest, type SandboxDriver } from "../src/sandbox/types.ts";
 import { createMemoryGlobalState } from "../src/state/global.ts";
 import { createRuntimeState } from "../src/state/runtime-state.ts";
-import { createSandboxedBashTool } from "../src/tools/bash.ts";
+import { createSandboxedBashTool, isActiveBash } from "../src/tools/bash.ts";
 import { createToolCallGate } from "../src/tools/tool-call-gate.ts";
 
 const OK: ProbeResult = { ok: true, ms: 1, driver: "fake", notes: [] };
@@ -416,6 +416,13 @@ describe("escalation counts through the gate and the bash tool (P7)", () => {
     assert.ok("blocked" in r);
     assert.equal(reviews, 0);
     assert.equal(s.hostRuns(), 0);
+  });
+
+  test("another extension's bash replacing ours is detected (the backend then counts as unavailable)", () => {
+    const ours = createSandboxedBashTool({ controller: () => createController({ platform: "win32" }), admissions: createAdmissionBook(), settings: () => ({}) });
+    assert.equal(isActiveBash([{ name: "read", parameters: {} }, { name: "bash", parameters: ours.parameters }], ours), true);
+    assert.equal(isActiveBash([{ name: "bash", parameters: { ...ours.parameters } }], ours), false);
+    assert.equal(isActiveBash([{ name: "read", parameters: {} }], ours), true, "no bash at all: nothing to contain");
   });
 
   test("a bash execution without the gate's admission never runs", async () => {

@@ -82,6 +82,16 @@ export function sandboxOperations(controller: SandboxController, scope: SandboxS
   };
 }
 
+/**
+ * Whether the `bash` Pi would run is this definition. Another extension (or an SDK custom tool)
+ * registering `bash` wins over ours, and would run sandbox-routed commands bare: then the
+ * backend must count as unavailable. Pi passes the registered schema through, so identity tells.
+ */
+export function isActiveBash(tools: readonly { readonly name: string; readonly parameters: unknown }[], ours: ToolDefinition): boolean {
+  const bash = tools.find((t) => t.name === "bash");
+  return bash === undefined || bash.parameters === ours.parameters;
+}
+
 export function createSandboxedBashTool(deps: BashToolDeps, cwd: string = process.cwd()): ToolDefinition {
   const base = createBashToolDefinition(cwd);
   const local = deps.localOperations ?? ((shellPath) => createLocalBashOperations({ shellPath }));
