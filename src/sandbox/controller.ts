@@ -135,7 +135,7 @@ export function createController(opts: ControllerOptions = {}): SandboxControlle
   const installExitHook = () => {
     if (exitHookInstalled) return;
     exitHookInstalled = true;
-    process.once("exit", () => {
+    onProcessExit(() => {
       for (const l of leases.values()) l.abort.abort();
       for (const r of releaseOnExit.values()) {
         try {
@@ -293,6 +293,27 @@ export function createController(opts: ControllerOptions = {}): SandboxControlle
     },
     facts: () => driver?.facts() ?? [`no OS sandbox on ${platform}`],
   };
+}
+
+const EXIT_HOOKS = Symbol.for("pi-auto-mode:sandbox-exit-hooks");
+
+/** One `exit` listener per process, whatever the number of controllers (tests make many). */
+function onProcessExit(fn: () => void): void {
+  const g = globalThis as { [EXIT_HOOKS]?: Set<() => void> };
+  if (!g[EXIT_HOOKS]) {
+    const hooks = new Set<() => void>();
+    g[EXIT_HOOKS] = hooks;
+    process.once("exit", () => {
+      for (const h of hooks) {
+        try {
+          h();
+        } catch {
+          // the process is ending; each hook gets its turn
+        }
+      }
+    });
+  }
+  g[EXIT_HOOKS].add(fn);
 }
 
 /** A controller that only ever refuses: what a second, incompatible copy of this package gets. */
