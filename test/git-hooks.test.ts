@@ -65,3 +65,14 @@ describe("git hooks and unsandboxed git", () => {
     assert.equal(route("git commit -m wip"), "review/git-hooks");
   });
 });
+
+describe("nested repositories", () => {
+  test("git in a repository below the workspace root is contained, not trusted outside the sandbox", () => {
+    const sub = join(w.ws, "vendor", "lib");
+    mkdirSync(join(sub, ".git", "hooks"), { recursive: true });
+    writeFileSync(join(sub, ".git", "HEAD"), "ref: refs/heads/main\n");
+    assert.equal(route("cd vendor/lib && git commit -m wip"), "sandbox/sandboxed");
+    assert.equal(route("git -C vendor/lib commit -m wip"), "sandbox/sandboxed");
+    assert.equal(route("cd src && git stash"), "allow/git-local", "a plain subdirectory of the workspace repository is fine");
+  });
+});

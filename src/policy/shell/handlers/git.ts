@@ -3,7 +3,7 @@
 
 import { existsSync } from "node:fs";
 import { isWithin } from "../../places.ts";
-import { basename } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { locate, markDownloaded, writeFinding } from "../env.ts";
 import { finding, type Finding } from "../finding.ts";
 import { hasFlag, operands, staticArg, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
@@ -177,6 +177,17 @@ function subcommand(sub: string, args: readonly Arg[], an: Analyzer, inv: Invoca
   }
 }
 
+/**
+ * A repository below the workspace root (perhaps created by an earlier sandboxed command) has
+ * hooks and config the gate never inspected: its git commands are not trusted outside the sandbox.
+ */
+function inNestedRepository(workspace: string, dir: string): boolean {
+  for (let d = dir; d !== workspace && isWithin(workspace, d); d = dirname(d)) {
+    if (existsSync(join(d, ".git"))) return true;
+  }
+  return false;
+}
+
 export const git: Handler = (inv, an) => {
   const out: Finding[] = [];
   let i = 0;
@@ -194,7 +205,8 @@ export const git: Handler = (inv, an) => {
       out.push(configKeyFinding(kv.split("=")[0]!, " for one command"));
     } else if (name === "-C" || name === "--git-dir" || name === "--work-tree") {
       const located = value?.value ? locate(an.state, value.value) : null;
-      if (!located || !located.every((p) => isWithin(an.env.places.workspace, p.real))) elsewhere = true;
+      if (!located || !located.every((p) => isWithin(an.env.places.workspace, p.real) && (name !== "-C" || !inNestedRepository(an.env.places.workspace, p.real))))
+        elsewhere = true;
       // git writes where it works (index, objects, init): inside auto mode's own files that is self-disabling.
       for (const p of located ?? []) {
         const w = writeFinding(an.env, p, value!.value!, `git ${name} works in`);
@@ -211,7 +223,8 @@ export const git: Handler = (inv, an) => {
   // Local git writes are only trusted outside the sandbox for the workspace repository, and
   // only while its hooks cannot be rewritten by the agent without review.
   const outsideCwd = an.state.cwds.some((c) => c === null || !isWithin(an.env.places.workspace, c));
-  const demote = elsewhere || outsideCwd || an.env.gitHooksWritable || !existsSync(an.env.places.workspace);
+  const nested = an.state.cwds.some((c) => c !== null && inNestedRepository(an.env.places.workspace, c));
+  const demote = elsewhere || outsideCwd || nested || an.env.gitHooksWritable || !existsSync(an.env.places.workspace);
   for (const f of found) {
     if (f.cls === "git-local" && demote)
       out.push(finding("contain", "sandboxed", `${f.detail}, in a repository or with hooks the gate cannot vouch for`));
