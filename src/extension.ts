@@ -105,7 +105,7 @@ export default function autoMode(pi: ExtensionAPI): void {
       },
       review: createReviewHook({ runtime, service: reviews, ledger, record: (r) => pi.appendEntry(REVIEW_ENTRY_TYPE, r) }),
       off: refresh,
-      // Escalations need the reviewer; until it judges them, every escalation is denied.
+      // An escalation is reviewed through the same hook as a review route (tool-call-gate.ts); this reviewer only answers where none can run.
       sandbox: createSandboxGateLink({ admissions, reviewer: () => NO_REVIEWER }),
     }),
   );

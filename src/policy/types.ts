@@ -65,6 +65,7 @@ export type ReasonCode =
   | "force-push"
   | "git-config"
   | "git-hooks"
+  | "sandbox-escalation"
   | "network"
   | "inline-code"
   | "unknown-command"

@@ -22,7 +22,14 @@ export interface SandboxGateLink {
    * For a bash call that asks to leave the sandbox (or asks malformedly): the fresh review's
    * outcome. Undefined for every other call, which then goes the ordinary way.
    */
-  escalation(call: { event: ToolCallEvent; ctx: ExtensionContext; result: GateResult; mode: EffectiveMode }): Promise<EscalationOutcome | undefined>;
+  escalation(call: {
+    event: ToolCallEvent;
+    ctx: ExtensionContext;
+    result: GateResult;
+    mode: EffectiveMode;
+    /** The reviewer for this very call (it needs the call's context); the link's default otherwise. */
+    reviewer?: EscalationReviewer;
+  }): Promise<EscalationOutcome | undefined>;
   /** Record where an admitted call runs. Non-bash calls are ignored. */
   admit(call: { event: ToolCallEvent; passed: Passed; mode: EffectiveMode | "off"; gate?: GateContext; backend: Backend; escalated?: boolean }): void;
 }
@@ -34,7 +41,7 @@ const HEAD = "Denied by auto mode's automatic policy (not by the user).";
 
 export function createSandboxGateLink(deps: { readonly admissions: AdmissionBook; readonly reviewer: () => EscalationReviewer }): SandboxGateLink {
   return {
-    async escalation({ event, ctx, result, mode }) {
+    async escalation({ event, ctx, result, mode, reviewer }) {
       if (event.toolName !== "bash" || !GATED.has(mode)) return undefined;
       const ask = escalationAsk(event.input);
       if (ask.kind === "default") return undefined;
@@ -49,7 +56,7 @@ export function createSandboxGateLink(deps: { readonly admissions: AdmissionBook
           requestHash: result.request?.hash,
           decision: result.decision,
         },
-        deps.reviewer(),
+        reviewer ?? deps.reviewer(),
         ctx.signal,
       );
       if (r.admitted) return { outcome: "allowed" };

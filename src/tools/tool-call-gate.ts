@@ -14,6 +14,7 @@ import type { ConfigResult as GateResultConfig } from "../policy/config/load.ts"
 import type { EngineLimits } from "../review/engine.ts";
 import type { TokenBudget } from "../review/budget.ts";
 import type { SandboxGateLink } from "../sandbox/gate-link.ts";
+import { escalationAsk, type EscalationReviewer } from "../sandbox/escalation.ts";
 
 export interface GateDeps {
   readonly runtime: RuntimeState;
@@ -34,6 +35,8 @@ const REVIEWING: ReadonlySet<EffectiveMode> = new Set(["auto", "auto-review-only
 /** Decisions that hold even in an unrestricted runtime: wiping disks, disabling the gate itself. */
 const ALWAYS_DENIED = new Set(["hard-deny", "self-protection"]);
 
+const HEAD = "Denied by auto mode's automatic policy (not by the user).";
+
 function deepFreeze(v: unknown): void {
   if (typeof v !== "object" || v === null || Object.isFrozen(v)) return;
   Object.freeze(v);
@@ -41,7 +44,7 @@ function deepFreeze(v: unknown): void {
 }
 
 export function denialText(d: Decision, mode?: EffectiveMode): string {
-  const head = "Denied by auto mode's automatic policy (not by the user).";
+  const head = HEAD;
   const tail = "Do not retry this action in another form or route around it; take a different approach, or ask the user to run it themselves.";
   if (mode === "auto-config-fault" && (d.route === "review" || d.route === "sandbox"))
     return `${head} Auto mode's configuration is at fault, so no call that needs review or the sandbox can run until the user fixes it (/perm-enabled shows what is wrong). ${d.message} ${tail}`;
@@ -70,12 +73,33 @@ export function createToolCallGate(deps: GateDeps) {
     let outcome = outcomeFor(result.decision, mode);
     let denial: string | undefined;
     // A bash call asking to leave the sandbox gets a fresh review of its own (P7), or a denial.
-    const escalation = await deps.sandbox?.escalation({ event, ctx, result, mode });
+    const review = deps.review;
+    const limits = reviewLimits(gate.config);
+    const escalationReviewer: EscalationReviewer | undefined =
+      review && result.request && REVIEWING.has(mode)
+        ? {
+            review: async (req) => {
+              const admission = await review({
+                event,
+                ctx,
+                request: result.request!,
+                decision: escalationDecision(result.decision, req.justification),
+                // The binding re-judges the live input the same way, so a changed command or justification denies (P8).
+                rejudge: () => asEscalation(decide(event.toolName, event.input, gate, runtime.backend())),
+                limits,
+              });
+              return admission.kind === "admit"
+                ? { outcome: "allow", rationale: admission.review.kind === "verdict" ? admission.review.verdict.rationale : "approved" }
+                : { outcome: "deny", rationale: withoutHead(admission.text) };
+            },
+          }
+        : undefined;
+    const escalation = await deps.sandbox?.escalation({ event, ctx, result, mode, ...(escalationReviewer ? { reviewer: escalationReviewer } : {}) });
     if (escalation) {
       outcome = escalation.outcome;
       denial = escalation.denial;
     } else if (result.decision.route === "review" && REVIEWING.has(mode) && result.request && deps.review) {
-      const admission = await deps.review({ event, ctx, request: result.request, decision: result.decision, rejudge: () => decide(event.toolName, event.input, gate, runtime.backend()), limits: reviewLimits(gate.config) });
+      const admission = await deps.review({ event, ctx, request: result.request, decision: result.decision, rejudge: () => decide(event.toolName, event.input, gate, runtime.backend()), limits });
       if (admission.kind === "deny") {
         outcome = "denied";
         denial = admission.text;
@@ -111,6 +135,26 @@ export function createToolCallGate(deps: GateDeps) {
     deps.sandbox?.admit({ event, passed: outcome, mode, gate, backend: runtime.backend(), escalated: escalation?.outcome === "allowed" });
     return undefined;
   };
+}
+
+function withoutHead(text: string): string {
+  return text.startsWith(HEAD) ? text.slice(HEAD.length).trim() : text;
+}
+
+/** The review question for a call asking to leave the sandbox: the command, and why it asks. */
+function escalationDecision(d: Decision, justification: string): Decision {
+  return {
+    route: "review",
+    reason: "sandbox-escalation",
+    message: `asks to run outside the OS sandbox, without its file, network and process containment; the agent's justification (untrusted): ${JSON.stringify(justification)}. The gate's own judgement of the command: ${d.message}`,
+  };
+}
+
+/** A re-judged escalation: still a review unless the command itself is now denied. */
+function asEscalation(r: GateResult): GateResult {
+  if (r.decision.route === "deny") return r;
+  const ask = escalationAsk(r.request?.input);
+  return { ...r, decision: escalationDecision(r.decision, ask.kind === "escalated" ? ask.justification : "") };
 }
 
 /** The user's reviewer limits from auto-mode.json, in the engine's terms. */
