@@ -5,6 +5,7 @@
 
 import { redact } from "../request/redact.ts";
 import type { FailureClass, Verdict } from "./types.ts";
+import { DENIAL_HEAD as HEAD, DO_NOT_ROUTE_AROUND } from "../policy/denial.ts";
 
 const FAILURE_TEXT: Readonly<Record<FailureClass, string>> = {
   "not-configured": "No reviewer model is configured, so this call could not be reviewed (the user can choose one with /perm-auto-model).",
@@ -26,8 +27,6 @@ export function failureText(f: FailureClass): string {
   return FAILURE_TEXT[f];
 }
 
-const HEAD = "Denied by auto mode's automatic policy (not by the user).";
-const DO_NOT_ROUTE_AROUND = "Do not retry this action in another form or route around it; take a different approach, or ask the user to run it themselves.";
 
 /** The tool result text for a call the reviewer model denied. */
 export function verdictDenialText(v: Verdict): string {

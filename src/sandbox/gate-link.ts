@@ -7,6 +7,7 @@ import type { Backend } from "../policy/types.ts";
 import type { EffectiveMode } from "../state/effective.ts";
 import type { AdmissionBook, HostReason } from "./admission.ts";
 import { escalationAsk, reviewEscalation, type EscalationReviewer } from "./escalation.ts";
+import { DENIAL_HEAD as HEAD, denialBody } from "../policy/denial.ts";
 
 /** What finally happens to a bash call the gate let through. */
 export type Passed = "allowed" | "sandboxed";
@@ -37,7 +38,6 @@ export interface SandboxGateLink {
 /** Modes in which the gate judges calls; an escalation there needs its own review. */
 const GATED: ReadonlySet<EffectiveMode> = new Set(["auto", "auto-review-only", "auto-sandbox-unavailable", "auto-config-fault"]);
 
-const HEAD = "Denied by auto mode's automatic policy (not by the user).";
 
 export function createSandboxGateLink(deps: { readonly admissions: AdmissionBook; readonly reviewer: () => EscalationReviewer }): SandboxGateLink {
   return {
@@ -62,7 +62,7 @@ export function createSandboxGateLink(deps: { readonly admissions: AdmissionBook
       if (r.admitted) return { outcome: "allowed" };
       return {
         outcome: "denied",
-        denial: `${HEAD} This command asked to run outside the sandbox, which needs a fresh review, and it was not approved: ${r.reason} It did not run. Run it inside the sandbox without sandbox_permissions if that can work, or ask the user to run it.`,
+        denial: `${HEAD} This command asked to run outside the sandbox, which needs a fresh review, and it was not approved: ${denialBody(r.reason)} It did not run. Run it inside the sandbox without sandbox_permissions if that can work, or ask the user to run it.`,
       };
     },
     admit({ event, passed, mode, gate, backend, escalated }) {

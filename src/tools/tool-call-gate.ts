@@ -15,6 +15,7 @@ import type { EngineLimits } from "../review/engine.ts";
 import type { TokenBudget } from "../review/budget.ts";
 import type { SandboxGateLink } from "../sandbox/gate-link.ts";
 import { escalationAsk, type EscalationReviewer } from "../sandbox/escalation.ts";
+import { DENIAL_HEAD as HEAD, DO_NOT_ROUTE_AROUND, denialBody } from "../policy/denial.ts";
 
 export interface GateDeps {
   readonly runtime: RuntimeState;
@@ -35,7 +36,6 @@ const REVIEWING: ReadonlySet<EffectiveMode> = new Set(["auto", "auto-review-only
 /** Decisions that hold even in an unrestricted runtime: wiping disks, disabling the gate itself. */
 const ALWAYS_DENIED = new Set(["hard-deny", "self-protection"]);
 
-const HEAD = "Denied by auto mode's automatic policy (not by the user).";
 
 function deepFreeze(v: unknown): void {
   if (typeof v !== "object" || v === null || Object.isFrozen(v)) return;
@@ -45,7 +45,7 @@ function deepFreeze(v: unknown): void {
 
 export function denialText(d: Decision, mode?: EffectiveMode): string {
   const head = HEAD;
-  const tail = "Do not retry this action in another form or route around it; take a different approach, or ask the user to run it themselves.";
+  const tail = DO_NOT_ROUTE_AROUND;
   if (mode === "auto-config-fault" && (d.route === "review" || d.route === "sandbox"))
     return `${head} Auto mode's configuration is at fault, so no call that needs review or the sandbox can run until the user fixes it (/perm-enabled shows what is wrong). ${d.message} ${tail}`;
   if (d.route === "review")
@@ -90,7 +90,7 @@ export function createToolCallGate(deps: GateDeps) {
               });
               return admission.kind === "admit"
                 ? { outcome: "allow", rationale: admission.review.kind === "verdict" ? admission.review.verdict.rationale : "approved" }
-                : { outcome: "deny", rationale: withoutHead(admission.text) };
+                : { outcome: "deny", rationale: denialBody(admission.text) };
             },
           }
         : undefined;
@@ -135,10 +135,6 @@ export function createToolCallGate(deps: GateDeps) {
     deps.sandbox?.admit({ event, passed: outcome, mode, gate, backend: runtime.backend(), escalated: escalation?.outcome === "allowed" });
     return undefined;
   };
-}
-
-function withoutHead(text: string): string {
-  return text.startsWith(HEAD) ? text.slice(HEAD.length).trim() : text;
 }
 
 /** The review question for a call asking to leave the sandbox: the command, and why it asks. */
