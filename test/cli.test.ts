@@ -3,14 +3,14 @@
 // PI_CODING_AGENT_DIR, so the machine's real configuration never changes an answer.
 
 import assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, describe, test } from "node:test";
+import { lastJson, runCli, type CliRun } from "./helpers/cli.ts";
 
-const BIN = fileURLToPath(new URL("../bin/pi-auto-mode.js", import.meta.url));
 const SHARED_CORPUS = fileURLToPath(new URL("../../shared/eval/cases.jsonl", import.meta.url));
 
 const root = realpathSync(mkdtempSync(join(tmpdir(), "pi-auto-mode-cli-test-")));
@@ -29,32 +29,11 @@ try {
 }
 after(() => rmSync(root, { recursive: true, force: true }));
 
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
+
+function run(args: readonly string[], env: Readonly<Record<string, string>> = {}): Promise<CliRun> {
+  return runCli(args, { cwd: ws, env: { HOME: home, PI_CODING_AGENT_DIR: agentDir, ...env } });
 }
 
-function run(args: readonly string[], env: Readonly<Record<string, string>> = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      cwd: ws,
-      env: { ...process.env, HOME: home, PI_CODING_AGENT_DIR: agentDir, ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-function lastJson(out: string): Record<string, unknown> {
-  const lines = out.trimEnd().split("\n");
-  return JSON.parse(lines.at(-1)!) as Record<string, unknown>;
-}
 
 // Each child loads the gate (~0.4 s of CPU): more children than cores only makes each slower.
 const PARALLEL = { concurrency: Math.max(2, availableParallelism()) };

@@ -3,7 +3,6 @@
 // OpenAI-compatible server, and the reviewer chosen through the durable global state.
 
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdirSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -11,8 +10,8 @@ import { after, before, describe, test } from "node:test";
 import { processGlobalState } from "../src/state/global.ts";
 import { loopbackModels, startLoopback, type Loopback } from "./helpers/openai-loopback.ts";
 import { tempAgentDir, VERDICT } from "./helpers/review-fixtures.ts";
+import { lastJson, runCli, type CliRun } from "./helpers/cli.ts";
 
-const BIN = fileURLToPath(new URL("../bin/pi-auto-mode.js", import.meta.url));
 const SHARED_CORPUS = fileURLToPath(new URL("../../shared/eval/cases.jsonl", import.meta.url));
 
 let lb: Loopback;
@@ -33,31 +32,11 @@ after(async () => {
   await lb.close();
 });
 
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
+
+function run(args: readonly string[], dir: string = agentDir): Promise<CliRun> {
+  return runCli(args, { cwd: join(home, "ws"), env: { HOME: home, PI_CODING_AGENT_DIR: dir } });
 }
 
-function run(args: readonly string[], dir: string = agentDir): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      cwd: join(home, "ws"),
-      env: { ...process.env, HOME: home, PI_CODING_AGENT_DIR: dir },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-function lastJson(out: string): Record<string, unknown> {
-  return JSON.parse(out.trimEnd().split("\n").at(-1)!) as Record<string, unknown>;
-}
 
 const PUSH = ["--", "git push origin main"];
 

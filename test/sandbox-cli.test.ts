@@ -2,16 +2,14 @@
 // way a user runs them. Effects are judged on the host.
 
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import { commandLine, shellQuote } from "../src/cli/sandbox.ts";
 import { createController } from "../src/sandbox/controller.ts";
+import { runCli, type CliRun } from "./helpers/cli.ts";
 
-const BIN = fileURLToPath(new URL("../bin/pi-auto-mode.js", import.meta.url));
 const root = realpathSync(mkdtempSync(join(tmpdir(), "pi-auto-mode-sbcli-")));
 const home = join(root, "home");
 const ws = join(root, "ws");
@@ -25,20 +23,8 @@ before(async () => {
   if (s.backend !== "sandboxed") unavailable = s.reason;
 });
 
-function run(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      cwd: ws,
-      env: { ...process.env, HOME: home, PI_CODING_AGENT_DIR: join(home, ".pi", "agent") },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+function run(args: readonly string[]): Promise<CliRun> {
+  return runCli(args, { cwd: ws, env: { HOME: home, PI_CODING_AGENT_DIR: join(home, ".pi", "agent") } });
 }
 
 describe("pi-auto-mode sandbox", { concurrency: 2 }, () => {
