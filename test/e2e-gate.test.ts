@@ -6,12 +6,13 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
-import { createCodemodeExtension, type ExtensionAPI, type ExtensionUIContext } from "@earendil-works/pi-coding-agent";
+import { createCodemodeExtension, type ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
 import { DECISION_ENTRY_TYPE, type DecisionRecord } from "../src/audit/decision-record.ts";
 import { processGlobalState } from "../src/state/global.ts";
 import { createController, resetSharedController, sharedController } from "../src/sandbox/controller.ts";
 import { startPi, toolResults, type PiHarness } from "./helpers/pi-session.ts";
+import { recordingUi } from "./helpers/ui.ts";
 
 const call = (name: string, args: Parameters<typeof fauxToolCall>[1]) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });
 const done = (text = "done") => fauxAssistantMessage([fauxText(text)]);
@@ -143,31 +144,13 @@ describe("P10: text written by the model cannot change settings", () => {
 
 describe("P4: no UI dialog for an action decision", () => {
   test("gated calls never open select/confirm/input/editor/custom", async () => {
-    const calls: string[] = [];
-    const dialogResult: Record<string, unknown> = { select: undefined, confirm: true, input: undefined, editor: undefined, custom: undefined };
-    const methods = [
-      "select", "confirm", "input", "editor", "custom", "notify", "onTerminalInput", "setStatus", "setWorkingMessage", "setWorkingVisible",
-      "setWorkingIndicator", "setHiddenThinkingLabel", "setWidget", "setFooter", "setHeader", "setTitle", "pasteToEditor", "setEditorText",
-      "getEditorText", "addAutocompleteProvider", "setEditorComponent", "getEditorComponent", "getAllThemes", "getTheme", "setTheme",
-      "getToolsExpanded", "setToolsExpanded",
-    ];
-    const ui = Object.fromEntries(
-      methods.map((m) => [m, (..._args: unknown[]) => {
-        calls.push(m);
-        if (m in dialogResult) return Promise.resolve(dialogResult[m]);
-        if (m === "onTerminalInput") return () => {};
-        if (m === "getAllThemes") return [];
-        if (m === "getEditorText") return "";
-        return undefined;
-      }]),
-    ) as unknown as ExtensionUIContext;
+    const { ui, calls, dialogs } = recordingUi();
     const h = await pi({
       uiContext: ui,
       mode: "rpc",
       responses: [call("write", { path: ".git/hooks/pre-commit", content: "x" }), call("bash", { command: "rm -rf ~" }), call("read", { path: "x" }), done()],
     });
     await h.session.prompt("go");
-    const dialogs = calls.filter((c) => ["select", "confirm", "input", "editor", "custom"].includes(c));
     assert.deepEqual(dialogs, []);
     assert.ok(calls.includes("setStatus"), "the status line was updated");
     assert.equal(existsSync(join(h.cwd, ".git", "hooks", "pre-commit")), false);

@@ -14,6 +14,7 @@ import { DECISION_ENTRY_TYPE, type DecisionRecord } from "../src/audit/decision-
 import { createController, resetSharedController, sharedController } from "../src/sandbox/controller.ts";
 import { createLinuxDriver } from "../src/sandbox/linux/driver.ts";
 import { startPi, toolResults, type PiHarness } from "./helpers/pi-session.ts";
+import { recordingUi } from "./helpers/ui.ts";
 
 const call = (name: string, args: Parameters<typeof fauxToolCall>[1]) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });
 const done = (text = "done") => fauxAssistantMessage([fauxText(text)]);
@@ -22,24 +23,18 @@ function decisions(h: PiHarness): DecisionRecord[] {
   return h.session.sessionManager.getEntries().flatMap((e) => (e.type === "custom" && e.customType === DECISION_ENTRY_TYPE ? [e.data as DecisionRecord] : []));
 }
 
-/** A UI that records the status line and notifications, and opens no dialog. */
-function recordingUi(): { ui: ExtensionUIContext; statuses: string[]; notes: string[] } {
-  const statuses: string[] = [];
-  const notes: string[] = [];
-  const quiet = [
-    "select", "confirm", "input", "editor", "custom", "setWorkingMessage", "setWorkingVisible", "setWorkingIndicator", "setHiddenThinkingLabel",
-    "setWidget", "setFooter", "setHeader", "setTitle", "pasteToEditor", "setEditorText", "addAutocompleteProvider", "setEditorComponent",
-    "getEditorComponent", "getTheme", "setTheme", "getToolsExpanded", "setToolsExpanded",
-  ];
-  const ui = {
-    ...Object.fromEntries(quiet.map((m) => [m, () => undefined])),
-    setStatus: (_key: string, text: string | undefined) => void (text !== undefined && statuses.push(text)),
-    notify: (text: string) => void notes.push(text),
-    onTerminalInput: () => () => {},
-    getAllThemes: () => [],
-    getEditorText: () => "",
-  } as unknown as ExtensionUIContext;
-  return { ui, statuses, notes };
+/** A recording UI, with every status text and the notification texts as plain lists. */
+function watchUi(): { ui: ExtensionUIContext; statuses: string[]; notes: string[] } {
+  const rec = recordingUi();
+  return {
+    ui: rec.ui,
+    get statuses() {
+      return rec.statuses();
+    },
+    get notes() {
+      return rec.notes.map((n) => n.text);
+    },
+  };
 }
 
 /** End a session the way Pi's runtime does: session_shutdown first, then dispose. */
@@ -72,7 +67,8 @@ after(async () => {
 describe("the sandboxed backend, through a real AgentSession", () => {
   test("a write outside the workspace fails inside the sandbox, and the agent keeps working", async (t) => {
     if (unavailableReason) return t.skip(`sandbox unavailable: ${unavailableReason}`);
-    const { ui, statuses } = recordingUi();
+    const w = watchUi();
+    const { ui } = w;
     const h = await pi({ uiContext: ui, mode: "rpc" });
     const outside = join(h.root, "outside");
     mkdirSync(outside);
@@ -97,7 +93,7 @@ describe("the sandboxed backend, through a real AgentSession", () => {
         ["sandbox", "sandboxed", "auto"],
       ],
     );
-    assert.ok(statuses.some((s) => /auto-mode: Auto\b/.test(s) && !/unavailable|review-only/.test(s)), statuses.join(" | "));
+    assert.ok(w.statuses.some((s) => /auto-mode: Auto\b/.test(s) && !/unavailable|review-only/.test(s)), w.statuses.join(" | "));
   });
 
   test("Pi's bash behaviour is kept: PI_* variables, truncation, timeouts, exit codes", async (t) => {
@@ -180,7 +176,8 @@ describe("the status line and the gate when the sandbox is unavailable or absent
   test("unavailable on Linux: bash is denied with the reason, the footer says why, never review-only", async () => {
     resetSharedController();
     sharedController(() => createController({ platform: "linux", driver: createLinuxDriver({ bwrapPath: "/nonexistent/bwrap" }) }));
-    const { ui, statuses, notes } = recordingUi();
+    const w = watchUi();
+    const { ui } = w;
     const h = await pi({ uiContext: ui, mode: "rpc", responses: [] });
     writeFileSync(join(h.cwd, "canary"), "alive");
     h.faux.setResponses([call("bash", { command: "rm canary" }), call("read", { path: "canary" }), done()]);
@@ -191,20 +188,21 @@ describe("the status line and the gate when the sandbox is unavailable or absent
     assert.equal(results[1]!.isError, false, "other tools keep working");
     const d = decisions(h)[0]!;
     assert.deepEqual([d.route, d.reason, d.mode], ["deny", "sandbox-unavailable", "auto-sandbox-unavailable"]);
-    assert.ok(statuses.some((s) => s.includes("Auto (sandbox unavailable)") && s.includes("— bubblewrap (bwrap) not installed")), statuses.join(" | "));
-    assert.ok(notes.some((n) => /sandbox is unavailable/.test(n)));
+    assert.ok(w.statuses.some((s) => s.includes("Auto (sandbox unavailable)") && s.includes("— bubblewrap (bwrap) not installed")), w.statuses.join(" | "));
+    assert.ok(w.notes.some((n) => /sandbox is unavailable/.test(n)));
     await disposeAll();
   });
 
   test("no OS sandbox on this platform: review-only, and allowed bash runs unsandboxed once", async () => {
     resetSharedController();
     sharedController(() => createController({ platform: "plan9" }));
-    const { ui, statuses } = recordingUi();
+    const w = watchUi();
+    const { ui } = w;
     const h = await pi({ uiContext: ui, mode: "rpc", responses: [call("bash", { command: "echo hi > hi.txt" }), done()] });
     await h.session.prompt("go");
     assert.equal(readFileSync(join(h.cwd, "hi.txt"), "utf8"), "hi\n");
     assert.equal(decisions(h)[0]!.mode, "auto-review-only");
-    assert.ok(statuses.some((s) => s.includes("Auto (review-only)")), statuses.join(" | "));
+    assert.ok(w.statuses.some((s) => s.includes("Auto (review-only)")), w.statuses.join(" | "));
     await disposeAll();
   });
 });
