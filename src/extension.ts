@@ -31,10 +31,20 @@ export default function autoMode(pi: ExtensionAPI): void {
   const admissions = createAdmissionBook();
   const bashTool = createSandboxedBashTool({ controller: () => sandbox, admissions, settings: () => pi.getSettings() });
   pi.registerTool(bashTool);
-  // Set when another extension's bash replaced ours: it would run contained commands bare (P5).
-  let bashReplaced: string | undefined;
-  const backendReason = () => bashReplaced ?? sandbox.status().reason;
-  const runtime = createRuntimeState(followingGlobalState(getAgentDir), () => (bashReplaced ? "unavailable" : sandbox.status().backend));
+  // Whether another extension's bash replaced ours: it would run contained commands bare (P5).
+  // Asked at every use, not once at session_start: a tool can be registered at any time (from a
+  // command, an event, a server that connects late), and the first registration of a name wins.
+  const REPLACED = "another extension's bash tool replaced auto mode's, so shell commands could not be contained";
+  const bashReplaced = (): string | undefined => {
+    try {
+      return isActiveBash(pi.getAllTools(), bashTool) ? undefined : REPLACED;
+    } catch {
+      // Pi cannot say which bash runs (a stale runtime): assume the worst.
+      return REPLACED;
+    }
+  };
+  const backendReason = () => bashReplaced() ?? sandbox.status().reason;
+  const runtime = createRuntimeState(followingGlobalState(getAgentDir), () => (bashReplaced() ? "unavailable" : sandbox.status().backend));
 
   let lastCtx: ExtensionContext | undefined;
   const refresh = (ctx: ExtensionContext) => {
@@ -63,7 +73,6 @@ export default function autoMode(pi: ExtensionAPI): void {
     await runtime.global.read();
     sandbox.attach(sandboxOwner);
     await sandbox.ready();
-    bashReplaced = isActiveBash(pi.getAllTools(), bashTool) ? undefined : "another extension's bash tool replaced auto mode's, so shell commands could not be contained";
     refresh(ctx);
     if (runtime.backend() === "unavailable" && ctx.hasUI) ctx.ui.notify(`auto mode: the OS sandbox is unavailable, so shell commands are denied: ${backendReason()}`, "warning");
   });

@@ -32,7 +32,8 @@ export interface HarnessOptions {
   readonly responses?: FauxResponseStep[];
   readonly tools?: string[];
   readonly extensionFactories?: ExtensionFactory[];
-  /** Extensions loaded before ours (paths), e.g. to test load order. */
+  /** Extensions loaded before ours (paths), e.g. to test load order: the first registration of a tool name wins. */
+  readonly extensionPathsBefore?: string[];
   readonly uiContext?: ExtensionUIContext;
   readonly mode?: "print" | "rpc" | "json" | "tui";
   readonly cwd?: string;
@@ -70,7 +71,7 @@ export async function startPi(opts: HarnessOptions = {}): Promise<PiHarness> {
     cwd,
     agentDir,
     settingsManager,
-    additionalExtensionPaths: [EXTENSION_ENTRY],
+    additionalExtensionPaths: [...(opts.extensionPathsBefore ?? []), EXTENSION_ENTRY],
     extensionFactories: opts.extensionFactories ?? [],
     noSkills: true,
     noPromptTemplates: true,
