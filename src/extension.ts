@@ -14,6 +14,7 @@ import { followingGlobalState } from "./state/global.ts";
 import { createRuntimeState } from "./state/runtime-state.ts";
 import { MODE_ENTRY_TYPE, restoredMode, type ModeEntry } from "./state/session.ts";
 import { createToolCallGate } from "./tools/tool-call-gate.ts";
+import { createCallsInFlight } from "./tools/concurrent-calls.ts";
 import { showStatus } from "./ui/status.ts";
 import { createSandboxedBashTool, isActiveBash } from "./tools/bash.ts";
 import { createAdmissionBook } from "./sandbox/admission.ts";
@@ -80,8 +81,14 @@ export default function autoMode(pi: ExtensionAPI): void {
   // The reviewer (issue 4): one service per runtime; its usage is owed to the calls' results.
   const reviews = createReviewService();
   const ledger = createUsageLedger();
-  // A new user turn: the per-turn breaker starts closed again (P13).
-  pi.on("agent_start", () => reviews.newTurn());
+  // Admitted calls that have not finished: the gate never runs a call whose judgement another one may make stale.
+  const inFlight = createCallsInFlight();
+  pi.on("tool_execution_end", (event) => inFlight.finish(event.toolCallId));
+  // A new user turn: the per-turn breaker starts closed again (P13); nothing of the last run still runs.
+  pi.on("agent_start", () => {
+    reviews.newTurn();
+    inFlight.clear();
+  });
   // Reviewer usage joins the tool result Pi keeps (also for blocked calls), so session totals stay true.
   pi.on("message_end", (event) => {
     const m = event.message;
@@ -95,6 +102,7 @@ export default function autoMode(pi: ExtensionAPI): void {
     runtime.bump();
     reviews.abortAll("the session is shutting down");
     ledger.clear();
+    inFlight.clear();
     if (ctx.hasUI) ctx.ui.setStatus(REVIEW_STATUS_KEY, undefined);
     unsubscribe();
     lastCtx = undefined;
@@ -116,6 +124,7 @@ export default function autoMode(pi: ExtensionAPI): void {
       off: refresh,
       // An escalation is reviewed through the same hook as a review route (tool-call-gate.ts); this reviewer only answers where none can run.
       sandbox: createSandboxGateLink({ admissions, reviewer: () => NO_REVIEWER }),
+      inFlight,
     }),
   );
 

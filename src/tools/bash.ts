@@ -100,6 +100,10 @@ export function createSandboxedBashTool(deps: BashToolDeps, cwd: string = proces
     description: `${base.description} By default the command runs in an OS sandbox (no network; writes only in the workspace and $TMPDIR).`,
     promptGuidelines: [...(base.promptGuidelines ?? []), GUIDELINE],
     parameters: schema(base.parameters),
+    // Pi judges every call of a parallel batch before it runs any; a shell command can change what
+    // its siblings' judgements rest on (`ln -s` under a path a sibling write was judged to keep in
+    // the workspace). A sequential tool makes Pi judge and run a batch that contains it call by call.
+    executionMode: "sequential",
     async execute(toolCallId, params, signal, onUpdate, ctx: ExtensionToolContext) {
       const p = params as { command: string; timeout?: number };
       const taken = deps.admissions.take(toolCallId);

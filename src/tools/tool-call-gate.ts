@@ -16,6 +16,7 @@ import type { TokenBudget } from "../review/budget.ts";
 import type { SandboxGateLink } from "../sandbox/gate-link.ts";
 import { escalationAsk, type EscalationReviewer } from "../sandbox/escalation.ts";
 import { DENIAL_HEAD as HEAD, DO_NOT_ROUTE_AROUND, denialBody } from "../policy/denial.ts";
+import { callShape, type CallShape, type CallsInFlight } from "./concurrent-calls.ts";
 
 export interface GateDeps {
   readonly runtime: RuntimeState;
@@ -28,6 +29,8 @@ export interface GateDeps {
   readonly off?: (ctx: ExtensionContext) => void;
   /** Escalation requests and where admitted bash calls run; without it no call runs sandboxed. */
   readonly sandbox?: SandboxGateLink;
+  /** Admitted calls not finished yet: a judgement is not made stale by a call running beside it. */
+  readonly inFlight?: CallsInFlight;
 }
 
 /** Modes in which a `review` route goes to the reviewer (not off, unrestricted or at fault). */
@@ -112,6 +115,17 @@ export function createToolCallGate(deps: GateDeps) {
     }
     // Nobody would run it contained: deny rather than let Pi's own bash run it bare (P5).
     if (outcome === "sandboxed" && !deps.sandbox) outcome = "denied";
+    // Judged against files another admitted call may change before this one runs (a parallel
+    // batch, a script's concurrent calls): this judgement could be stale when it runs (P5).
+    let shape: CallShape | undefined;
+    if (outcome !== "denied" && mode !== "unrestricted" && deps.inFlight) {
+      shape = callShape({ id: event.toolCallId, parentId: event.parentToolCallId, tool: event.toolName }, outcome);
+      const other = deps.inFlight.conflict(shape);
+      if (other) {
+        outcome = "denied";
+        denial = concurrentDenial(event.toolName, other);
+      }
+    }
     deps.record(
       decisionRecord(
         {
@@ -123,7 +137,7 @@ export function createToolCallGate(deps: GateDeps) {
           reason: result.decision.reason,
           outcome,
           hash: result.request?.hash,
-          message: result.decision.message,
+          message: denial !== undefined && shape !== undefined ? denialBody(denial) : result.decision.message,
         },
         Date.now(),
       ),
@@ -132,9 +146,18 @@ export function createToolCallGate(deps: GateDeps) {
     if (outcome === "denied") return { block: true, reason: denial ?? denialText(result.decision, mode) };
     // What was judged is what runs: a later extension that rewrites the input now throws, which blocks the call.
     deepFreeze(event.input);
+    if (shape) deps.inFlight?.admit(shape);
     deps.sandbox?.admit({ event, passed: outcome, mode, gate, backend: runtime.backend(), escalated: escalation?.outcome === "allowed" });
     return undefined;
   };
+}
+
+/** Why a call judged beside another unfinished one does not run; it can be issued again on its own. */
+function concurrentDenial(tool: string, other: CallShape): string {
+  const why = other.mayChangeFiles
+    ? `the ${other.tool} call issued with it (not finished yet) may change files before this ${tool} call runs`
+    : `this ${tool} call may change files the ${other.tool} call issued with it (not finished yet) was judged against`;
+  return `${HEAD} Auto mode judges each call against the files as they are when it is judged, and ${why}, so that judgement could be stale. Nothing was run. Issue this call again on its own, after the other call has finished.`;
 }
 
 /** The review question for a call asking to leave the sandbox: the command, and why it asks. */
