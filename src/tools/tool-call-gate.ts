@@ -40,10 +40,13 @@ const REVIEWING: ReadonlySet<EffectiveMode> = new Set(["auto", "auto-review-only
 const ALWAYS_DENIED = new Set(["hard-deny", "self-protection"]);
 
 
-function deepFreeze(v: unknown): void {
-  if (typeof v !== "object" || v === null || Object.isFrozen(v)) return;
+function deepFreeze(v: unknown, seen: WeakSet<object> = new WeakSet()): void {
+  if (typeof v !== "object" || v === null || seen.has(v)) return;
+  seen.add(v);
+  // A frozen object may still hold unfrozen ones (another extension's shallow Object.freeze of the
+  // input): descend anyway, or a later rewrite of a nested field would run unjudged (P8).
   Object.freeze(v);
-  for (const child of Object.values(v)) deepFreeze(child);
+  for (const child of Object.values(v)) deepFreeze(child, seen);
 }
 
 export function denialText(d: Decision, mode?: EffectiveMode): string {
