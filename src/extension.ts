@@ -64,8 +64,11 @@ export default function autoMode(pi: ExtensionAPI): void {
     }
   });
 
+  const customEntries = (ctx: ExtensionContext) =>
+    ctx.sessionManager.getBranch().flatMap((e) => (e.type === "custom" ? [{ customType: e.customType, data: e.data }] : []));
+
   pi.on("session_start", async (event, ctx) => {
-    const entries = ctx.sessionManager.getBranch().flatMap((e) => (e.type === "custom" ? [{ customType: e.customType, data: e.data }] : []));
+    const entries = customEntries(ctx);
     const mode = restoredMode(event.reason, entries);
     runtime.setRequested(mode);
     // A fresh runtime on an old session file must not inherit "unrestricted" on a later reload.
@@ -109,7 +112,14 @@ export default function autoMode(pi: ExtensionAPI): void {
     // The last session of the process drains the sandbox: running commands end, placeholders go.
     await sandbox.detach(sandboxOwner);
   });
-  pi.on("session_tree", () => void runtime.bump());
+  pi.on("session_tree", (_e, ctx) => {
+    runtime.bump();
+    // The branch now shown may end in another mode's entry (an `unrestricted` this runtime later
+    // left, or one of an older runtime): a reload would restore that. Record the mode this runtime
+    // is in on the new branch, so only it can come back (P2).
+    const requested = runtime.session().requested;
+    if (restoredMode("reload", customEntries(ctx)) !== requested) pi.appendEntry<ModeEntry>(MODE_ENTRY_TYPE, { mode: requested });
+  });
 
   pi.on(
     "tool_call",
