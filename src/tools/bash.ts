@@ -20,6 +20,7 @@ import { Type } from "typebox";
 import type { AdmissionBook } from "../sandbox/admission.ts";
 import type { SandboxController } from "../sandbox/controller.ts";
 import { SANDBOX_PERMISSIONS } from "../sandbox/escalation.ts";
+import { DENIAL_HEAD } from "../policy/denial.ts";
 import type { SandboxScope } from "../sandbox/types.ts";
 
 export interface BashShellSettings {
@@ -107,11 +108,12 @@ export function createSandboxedBashTool(deps: BashToolDeps, cwd: string = proces
     async execute(toolCallId, params, signal, onUpdate, ctx: ExtensionToolContext) {
       const p = params as { command: string; timeout?: number };
       const taken = deps.admissions.take(toolCallId);
-      if (taken.kind === "missing") throw new Error("Denied by auto mode: this bash call did not pass auto mode's gate, so it does not run.");
-      if (taken.kind === "conflict") throw new Error("Denied by auto mode: two tool calls share this id, so which one was judged is unclear; neither runs.");
+      // Every refusal says it was automatic policy, not the user (P4).
+      if (taken.kind === "missing") throw new Error(`${DENIAL_HEAD} This bash call did not pass auto mode's gate, so it does not run.`);
+      if (taken.kind === "conflict") throw new Error(`${DENIAL_HEAD} Two tool calls share this id, so which one was judged is unclear; neither runs.`);
       const a = taken.admission;
       // The input is frozen after the gate; this only catches a bug that would run something unjudged.
-      if (a.command !== p.command) throw new Error("Denied by auto mode: the command changed after it was judged.");
+      if (a.command !== p.command) throw new Error(`${DENIAL_HEAD} The command changed after it was judged, so it does not run.`);
       const settings = deps.settings();
       const operations =
         a.placement === "sandbox" ? sandboxOperations(deps.controller(), a.scope, getShellConfig(settings.shellPath).shell) : local(settings.shellPath);

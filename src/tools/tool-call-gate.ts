@@ -17,6 +17,8 @@ import type { SandboxGateLink } from "../sandbox/gate-link.ts";
 import { escalationAsk, type EscalationReviewer } from "../sandbox/escalation.ts";
 import { DENIAL_HEAD as HEAD, DO_NOT_ROUTE_AROUND, denialBody } from "../policy/denial.ts";
 import { callShape, type CallShape, type CallsInFlight } from "./concurrent-calls.ts";
+import { redact } from "../request/redact.ts";
+import { clipHead } from "../review/budget.ts";
 
 export interface GateDeps {
   readonly runtime: RuntimeState;
@@ -61,6 +63,24 @@ export function denialText(d: Decision, mode?: EffectiveMode): string {
 }
 
 export function createToolCallGate(deps: GateDeps) {
+  const gate = createGate(deps);
+  return async (event: ToolCallEvent, ctx: ExtensionContext): Promise<ToolCallEventResult | undefined> => {
+    try {
+      return await gate(event, ctx);
+    } catch (e) {
+      // Pi blocks a call whose handler throws, but the model would read a bare error message as if
+      // the tool had failed, and the message may carry secrets: say it was auto mode's policy (P4, P5, P11).
+      return { block: true, reason: gateFailureText(e) };
+    }
+  };
+}
+
+export function gateFailureText(e: unknown): string {
+  const message = clipHead(redact(e instanceof Error ? e.message : String(e)).replace(/\s+/g, " ").trim(), 200);
+  return `${HEAD} Auto mode could not finish deciding this call (${message || "an internal error"}), so it does not run. ${DO_NOT_ROUTE_AROUND}`;
+}
+
+function createGate(deps: GateDeps) {
   let tmpRoot: string | undefined;
   return async (event: ToolCallEvent, ctx: ExtensionContext): Promise<ToolCallEventResult | undefined> => {
     const runtime = deps.runtime;
