@@ -12,6 +12,9 @@ import { createController, resetSharedController, sharedController } from "../sr
 import { createSandboxedBashTool } from "../src/tools/bash.ts";
 import { startPi, toolResults, type PiHarness } from "./helpers/pi-session.ts";
 import { recordingUi } from "./helpers/ui.ts";
+import { DEFAULT_LIMITS, runReview, type ReviewerModels } from "../src/review/engine.ts";
+import { createReviewService } from "../src/review/service.ts";
+import { action, fauxRegistry, JUDGE, VERDICT } from "./helpers/review-fixtures.ts";
 
 const call = (name: string, args: Parameters<typeof fauxToolCall>[1]) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });
 const done = (text = "done") => fauxAssistantMessage([fauxText(text)]);
@@ -30,9 +33,17 @@ after(async () => {
 describe("audit: a failure inside the gate denies in auto mode's words", () => {
   test("a status line that throws (with a secret in its message) denies the call with a redacted policy text", async () => {
     const rec = recordingUi();
-    const ui = { ...rec.ui, setStatus: () => { throw new Error(`status line broke near ${TOKEN}`); } } as ExtensionUIContext;
+    let broken = false;
+    const ui = {
+      ...rec.ui,
+      setStatus: (key: string, text: string | undefined) => {
+        if (broken) throw new Error(`status line broke near ${TOKEN}`);
+        rec.ui.setStatus(key, text);
+      },
+    } as ExtensionUIContext;
     const h = await startPi({ uiContext: ui, mode: "rpc", tools: ["read", "ls"] });
     harnesses.push(h);
+    broken = true;
     h.faux.setResponses([call("ls", {}), done()]);
     await h.session.prompt("list");
     const r = toolResults(h.session)[0];
@@ -47,5 +58,34 @@ describe("audit: a failure inside the gate denies in auto mode's words", () => {
       tool.execute("never-gated", { command: "ls" } as never, undefined, undefined, { cwd: tmpdir() } as unknown as ExtensionToolContext),
       /automatic policy \(not by the user\).*did not pass auto mode's gate/,
     );
+  });
+});
+
+describe("audit: the reviewer's Pi edges fail closed", () => {
+  const job = () => ({ action: action("bash", { command: "rm -rf build/cache" }), transcript: [{ kind: "user" as const, text: "clear build/cache" }], reviewer: JUDGE });
+
+  test("a model registry that throws (find, auth or stream) is a failure that denies, never an allow", async () => {
+    const { registry } = await fauxRegistry();
+    const broken: Array<[string, ReviewerModels]> = [
+      ["find", { find: () => { throw new Error(`registry down ${TOKEN}`); }, getProviderAuth: (p) => registry.getProviderAuth(p), streamSimple: (m, c, o) => registry.streamSimple(m, c, o) }],
+      ["auth", { find: (p, m) => registry.find(p, m), getProviderAuth: () => Promise.reject(new Error("auth store locked")), streamSimple: (m, c, o) => registry.streamSimple(m, c, o) }],
+      ["stream", { find: (p, m) => registry.find(p, m), getProviderAuth: (p) => registry.getProviderAuth(p), streamSimple: () => { throw new Error("no stream"); } }],
+    ];
+    for (const [what, models] of broken) {
+      const r = await runReview(job(), models, { ...DEFAULT_LIMITS, deadlineMs: 2_000 });
+      assert.equal(r.kind, "failure", what);
+      assert.equal(r.kind === "failure" && r.failure, "internal", what);
+      assert.doesNotMatch(r.kind === "failure" ? r.detail : "", /ghp_/, what);
+    }
+  });
+
+  test("an already aborted signal (Esc before the gate ran) denies without asking the model", async () => {
+    const { registry, faux } = await fauxRegistry();
+    faux.setResponses([fauxAssistantMessage(VERDICT.allow)]);
+    const ctl = new AbortController();
+    ctl.abort("esc");
+    const r = await createReviewService().review(job(), registry, ctl.signal);
+    assert.equal(r.kind === "failure" && r.failure, "aborted");
+    assert.equal(faux.state.callCount, 0);
   });
 });
