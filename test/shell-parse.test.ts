@@ -323,7 +323,9 @@ describe("shell extraction: constructs the gate relies on", () => {
     const words = (src: string) => only(src).commands[0]!.argv.slice(1).map((a) => a.value);
     assert.deepEqual(words("touch src/{a,b}.ts"), ["src/a.ts", "src/b.ts"]);
     assert.deepEqual(words("echo {1..3} {c..a}"), ["1", "2", "3", "c", "b", "a"]);
-    assert.deepEqual(words("echo {a,{b,c}} {$X,y} {1..1000}"), [null, null, null]);
+    assert.deepEqual(words("echo {a,{b,c}} {1..1000}"), [null, null]);
+    assert.deepEqual(words("echo {$X,y} {rm,$HOME}"), [null, "y", "rm", HOME], "expansions inside braces are evaluated per alternative");
+    assert.deepEqual(words("echo {a\\,b,c}"), [null], "an escaped comma is not followed");
   });
 
   test("variables the script sets unconditionally are known later; others are not", () => {

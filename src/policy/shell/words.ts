@@ -243,11 +243,34 @@ function expandBraces(parts: readonly WordPart[]): WordPart[][] | null {
       words = words.map((w) => [...w, p]);
       continue;
     }
-    const alts = p.parts ? null : braceAlternatives(p.text);
+    const alts = p.parts ? bracePartAlternatives(p.parts) : braceAlternatives(p.text)?.map((a): WordPart[] => [{ type: "Literal", pos: p.pos, end: p.end, value: a, text: a }]);
     if (!alts || alts.length * words.length > MAX_BRACE_WORDS) return null;
-    words = words.flatMap((w) => alts.map((a) => [...w, { type: "Literal", pos: p.pos, end: p.end, value: a, text: a } as const]));
+    words = words.flatMap((w) => alts.map((a) => [...w, ...a]));
   }
   return words;
+}
+
+/**
+ * `{rm,-rf,$HOME}`: unbash hands over the parts between the braces when some are expansions.
+ * Brace expansion happens before parameter expansion, so the alternatives are split at the
+ * commas of unquoted literals and each keeps its expansions (`$HOME` is then evaluated as usual).
+ * Escaped commas, nested braces and sequences stay unknown.
+ */
+function bracePartAlternatives(parts: readonly WordPart[]): WordPart[][] | null {
+  const alts: WordPart[][] = [[]];
+  for (const p of parts) {
+    if (p.type === "BraceExpansion") return null;
+    if (p.type !== "Literal") {
+      alts.at(-1)!.push(p);
+      continue;
+    }
+    if (p.text.includes("\\")) return null;
+    p.value.split(",").forEach((piece, i) => {
+      if (i > 0) alts.push([]);
+      if (piece !== "") alts.at(-1)!.push({ type: "Literal", pos: p.pos, end: p.end, value: piece, text: piece });
+    });
+  }
+  return alts.length > 1 ? alts : null;
 }
 
 /** `{a,b,}` and `{1..3}` / `{a..c}`; nested braces, steps and other forms stay unknown. */
