@@ -88,6 +88,8 @@ function analyzeScript(src: string, env: ShellEnv, outer: ScriptState | undefine
     pending = settleCd(pending, cmd, state);
     out.push(...assignmentFindings(cmd));
     out.push(...redirectFindings(cmd.redirs, an, cmd));
+    const text = pipedText(cmd, ex.commands);
+    if (text !== undefined) state.pipedText.set(cmd, text);
     const fed = xargsFeed(cmd, ex.commands);
     out.push(...argvFindings(cmd.argv, cmd, cmd.stage > 0, an, fed));
     const moved = trackDirectory(cmd, state, env.home);
@@ -157,6 +159,38 @@ function xargsFeed(cmd: SimpleCommand, all: readonly SimpleCommand[]): Arg[] | u
   const words = producer.argv.slice(1).filter((a) => !/^-[neE]+$/.test(a.value ?? ""));
   if (name === "printf" && words.some((w) => w.value?.includes("%"))) return undefined;
   return words.flatMap((w) => splitWords((w.value ?? "").replace(/\\n/g, " ")));
+}
+
+/**
+ * What an earlier pipeline stage prints when it prints only constants: `echo WORDS`, `printf TEXT`
+ * (no conversions), or `cat` of a static here-document. A shell reading it runs a script as
+ * readable as a here-document; anything else on its input is code the gate cannot see.
+ */
+function pipedText(cmd: SimpleCommand, all: readonly SimpleCommand[]): string | undefined {
+  if (cmd.stage === 0 || cmd.pipeline < 0) return undefined;
+  const producer = all.find((c) => c.pipeline === cmd.pipeline && c.stage === cmd.stage - 1);
+  if (!producer || producer.argv.some((a) => a.value === null || a.glob)) return undefined;
+  const [name, ...words] = producer.argv.map((a) => a.value!);
+  if (name === "cat" && words.length === 0) {
+    const given = givenInput(producer);
+    return typeof given === "string" ? given : undefined;
+  }
+  if (producer.redirs.length > 0) return undefined;
+  if (name === "echo") {
+    let escapes = false;
+    while (words[0] !== undefined && /^-[neE]+$/.test(words[0])) escapes ||= words.shift()!.includes("e");
+    return escapes ? unescapePrinted(words.join(" ")) : words.join(" ");
+  }
+  if (name === "printf" && words.length === 1 && !words[0]!.includes("%")) return unescapePrinted(words[0]!);
+  return undefined;
+}
+
+/** The common backslash escapes of printf and echo -e; any other escape leaves the text unknown. */
+function unescapePrinted(s: string): string | undefined {
+  const map: Record<string, string> = { n: "\n", t: "\t", "\\": "\\" };
+  let unknown = false;
+  const out = s.replace(/\\(.)/g, (_, c: string) => map[c] ?? ((unknown = true), ""));
+  return unknown ? undefined : out;
 }
 
 function splitWords(text: string): Arg[] {

@@ -13,7 +13,7 @@ import {
 } from "../places.ts";
 import pathData from "../data/paths.json" with { type: "json" };
 import { finding, strictest, type Finding } from "./finding.ts";
-import type { Arg } from "./parse.ts";
+import type { Arg, SimpleCommand } from "./parse.ts";
 
 export interface ShellEnv {
   readonly places: Places;
@@ -44,6 +44,8 @@ export interface ScriptState {
   readonly words: Arg[];
   /** Memo of `namesSecret`: the number of words checked and the answer. */
   secretWord: { checked: number; found: string | undefined };
+  /** Standard input of a pipeline stage, when an earlier stage prints only constants (`echo 'ls' | sh`). */
+  readonly pipedText: Map<SimpleCommand, string>;
   /** Symlink resolutions already done for this decision: the file system is taken as still for its duration. */
   readonly resolved: Map<string, { real: string; exists: boolean } | null>;
 }
@@ -56,6 +58,7 @@ export function newScriptState(env: ShellEnv, functions: Iterable<string> = []):
     network: undefined,
     functions: new Set(functions),
     links: new Map(),
+    pipedText: new Map(),
     resolved: new Map(),
     words: [],
     secretWord: { checked: 0, found: undefined },

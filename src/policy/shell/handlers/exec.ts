@@ -57,7 +57,11 @@ export const shell: Handler = (inv, an) => {
     if (runsDownloaded(an, file)) return [finding("review", "remote-code", `${inv.name} runs ${file.value}, downloaded by this command`)];
     return [finding("contain", "inline-code", `${inv.name} runs the script ${file.value}`), ...[judgeRead(an.env, an.state, file, false)].filter((f) => f !== undefined)];
   }
-  if (inv.pipedInput) return [finding("review", "remote-code", `pipes data into ${inv.name}, which runs it as code`)];
+  if (inv.pipedInput) {
+    const text = an.state.pipedText.get(inv.source);
+    if (text === undefined) return [finding("review", "remote-code", `pipes data into ${inv.name}, which runs it as code`)];
+    return an.script(text, `${inv.name} reading constant piped text`);
+  }
   const body = heredocBody(inv);
   if (body) {
     if (body.dynamic) return [finding("review", "dynamic-command", `${inv.name} runs a here-document with run-time expansions`)];
