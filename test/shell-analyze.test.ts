@@ -443,3 +443,14 @@ describe("inline code is read for what no sandbox makes safe", () => {
     ["node -e \"console.log(/v(\\d+)/.exec(process.version)[1])\"", "contain", "inline-code"],
   ]);
 });
+
+describe("wipes and self-disabling through less common spellings", () => {
+  table([
+    ["{rm,-rf,$HOME}", "deny", "hard-deny"],
+    ["rm -rf {dist,$HOME}", "deny", "hard-deny"],
+    ["rsync -a --delete {{tmp}}/empty/ ~/", "deny", "hard-deny"],
+    ["rsync -a --delete-after /tmp/e/ /", "deny", "hard-deny"],
+    ["rsync -av --delete src/ {{tmp}}/copy/", "workspace-write"],
+    ["rsync -a --delete public/ dist/", "workspace-write"],
+  ]);
+});

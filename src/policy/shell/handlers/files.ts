@@ -204,6 +204,25 @@ function isWorkspaceWork(an: Analyzer, src: Arg): boolean {
   return places.some((p) => p.exists && isWithin(ws, p.real)) && !isRegenerableTarget(an.env, an, src);
 }
 
+const RSYNC_VALUE_OPTIONS = ["-e", "--rsh", "--exclude", "--include", "--filter", "-f", "--exclude-from", "--include-from", "--files-from", "--backup-dir", "--suffix", "--chmod", "--chown", "--log-file", "--partial-dir", "--temp-dir", "-T"];
+
+/**
+ * rsync between local paths is a copy; `--remove-source-files` makes it a move, and `--delete`
+ * (any spelling) removes whatever the destination holds beyond the source: into the home
+ * directory from an empty source, that is a wipe.
+ */
+const rsyncLocal: Handler = (inv, an) => {
+  const out = copyLike("rsync", hasFlag(inv.args, "", ["--remove-source-files"]))(inv, an);
+  if (!inv.args.some((a) => a.value !== null && /^--del(ete(-[a-z]+)?)?$/.test(a.value))) return out;
+  const dest = operands(inv.args, RSYNC_VALUE_OPTIONS).at(-1);
+  if (!dest) return out;
+  const located = dest.value === null || dest.glob ? null : locate(an.state, dest.value);
+  if (located && located.every((p) => !p.exists)) return out; // a new destination has nothing to delete
+  const crit = criticalTarget(an.env, an, dest);
+  out.push(crit !== undefined ? finding("deny", "hard-deny", `rsync --delete empties ${crit}`) : judgeDestroy(an.env, an, dest, "rsync --delete", true, false));
+  return out;
+};
+
 /** Every operand is written (touch, mkdir, tee, sponge, gzip, ...). */
 function writesOperands(verb: string, valueOpts: readonly string[] = [], skipFirst = 0): Handler {
   return (inv, an) => operands(inv.args, valueOpts).slice(skipFirst).map((a) => judgeWrite(an.env, an.state, a, `${verb} writes`));
@@ -477,7 +496,7 @@ export const FILE_HANDLERS: ReadonlyMap<string, Handler> = new Map<string, Handl
   ["cp", copyLike("cp", false)],
   ["install", copyLike("install", false)],
   ["mv", copyLike("mv", true)],
-  ["rsync-local", copyLike("rsync", false)],
+  ["rsync-local", rsyncLocal],
   ["ln", ln],
   ["touch", writesOperands("touch", ["-d", "-r", "-t", "--date", "--reference"])],
   ["mkdir", writesOperands("mkdir", ["-m", "--mode"])],
