@@ -452,5 +452,8 @@ describe("wipes and self-disabling through less common spellings", () => {
     ["rsync -a --delete-after /tmp/e/ /", "deny", "hard-deny"],
     ["rsync -av --delete src/ {{tmp}}/copy/", "workspace-write"],
     ["rsync -a --delete public/ dist/", "workspace-write"],
+    ["rm -rf \"$PI_CODING_AGENT_DIR/auto-mode\"", "deny", "self-protection"],
+    ["echo '{}' > ${PI_CODING_AGENT_DIR}/auto-mode.json", "deny", "self-protection"],
+    ["PI_CODING_AGENT_DIR={{tmp}}/x; rm -rf \"$PI_CODING_AGENT_DIR/auto-mode\"", "workspace-write"],
   ]);
 });

@@ -7,7 +7,7 @@ import type { CanonicalRequest } from "../request/canonical.ts";
 import { classifyWrite, containsIdentitySecret, isIdentitySecret, type Places } from "./places.ts";
 import type { RuleSubject } from "./rules.ts";
 import { analyzeShell } from "./shell/analyze.ts";
-import type { ShellEnv } from "./shell/env.ts";
+import { knownEnvironment, type ShellEnv } from "./shell/env.ts";
 import { extractCommands } from "./shell/parse.ts";
 import type { CommandClass, ReasonCode } from "./types.ts";
 
@@ -144,7 +144,7 @@ function judgeBash(command: string, ctx: JudgeContext): Judgement {
 
 /** The simple commands of a bash call, as rules see them: words joined by single spaces. */
 function bashSubject(command: string, ctx: JudgeContext): RuleSubject {
-  const ex = extractCommands(command, { home: ctx.shell.home });
+  const ex = extractCommands(command, { home: ctx.shell.home, environment: knownEnvironment(ctx.shell) });
   if (!ex.ok) return { tool: "bash", commands: [command.trim()], paths: [] };
   const commands = ex.commands.map((c) => c.argv.map((a) => a.value ?? a.text).join(" ")).filter((c) => c.length > 0);
   // Any static word may name a path (`cat secret/x`, `--out=/etc/x`), so every one is a candidate,

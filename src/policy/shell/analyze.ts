@@ -4,7 +4,7 @@
 
 import { basename, dirname, resolve } from "node:path";
 import { isHarmlessDevice } from "../places.ts";
-import { isDownloaded, judgeRead, judgeWrite, markDownloaded, newScriptState, type ScriptState, type ShellEnv } from "./env.ts";
+import { isDownloaded, judgeRead, knownEnvironment, judgeWrite, markDownloaded, newScriptState, type ScriptState, type ShellEnv } from "./env.ts";
 import { finding, strictest, type Finding } from "./finding.ts";
 import { FILE_HANDLERS, foundPaths, judgeReadOperands, outputFindings } from "./handlers/files.ts";
 import { EXEC_HANDLERS, npx, xargs } from "./handlers/exec.ts";
@@ -56,7 +56,7 @@ function withHookRunsContained(findings: Finding[]): Finding[] {
 
 function analyzeScript(src: string, env: ShellEnv, outer: ScriptState | undefined, depth: number): Finding[] {
   if (depth > MAX_SCRIPT_DEPTH) return [finding("review", "dynamic-command", "nested shell scripts deeper than the gate reads")];
-  const ex = extractCommands(src, { home: env.home });
+  const ex = extractCommands(src, { home: env.home, environment: knownEnvironment(env) });
   if (!ex.ok) return [finding("review", "shell-unparseable", `the command cannot be read statically: ${ex.reason}`)];
   const state = outer ?? newScriptState(env);
   for (const f of ex.functions) state.functions.add(f.name);

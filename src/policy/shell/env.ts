@@ -28,6 +28,18 @@ export interface ShellEnv {
   readonly currentBranch: string | undefined;
 }
 
+/**
+ * Variables the agent's shell inherits whose value the gate knows. Pi finds its agent dir (and
+ * with it auto mode's own files) through PI_CODING_AGENT_DIR; when it is unset the variable is
+ * empty, and reading it as the agent dir is the stricter of the two.
+ */
+export function knownEnvironment(env: ShellEnv): ReadonlyMap<string, string> {
+  let known = environmentCache.get(env);
+  if (!known) environmentCache.set(env, (known = new Map([["PI_CODING_AGENT_DIR", env.places.agentDir]])));
+  return known;
+}
+const environmentCache = new WeakMap<ShellEnv, ReadonlyMap<string, string>>();
+
 /** Facts gathered while walking one script, in source order. */
 export interface ScriptState {
   /** Where relative paths may resolve: every directory a `cd` may have moved to; null = unknown. */

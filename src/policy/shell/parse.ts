@@ -67,6 +67,8 @@ export type Extraction =
 export interface ExtractOptions {
   /** Value for `$HOME`, `${HOME}` and a leading unquoted `~`. */
   readonly home: string;
+  /** Environment variables whose value is known (`PI_CODING_AGENT_DIR`). */
+  readonly environment?: ReadonlyMap<string, string>;
 }
 
 interface Frame {
@@ -138,7 +140,7 @@ function certainChildren(n: SyntaxNode, frame: Frame): (index: number) => boolea
 export function extractCommands(src: string, opts: ExtractOptions): Extraction {
   if (src.includes("\0")) return { ok: false, reason: "command contains a NUL byte" };
   if (Buffer.byteLength(src, "utf8") > MAX_SHELL_BYTES) return { ok: false, reason: `command longer than ${MAX_SHELL_BYTES} bytes` };
-  const scope = new Scope(opts.home);
+  const scope = new Scope(opts.home, opts.environment);
   const commands: SimpleCommand[] = [];
   const compoundRedirs: Redir[] = [];
   const functions: FunctionDef[] = [];

@@ -36,15 +36,19 @@ export class Scope {
   /** After eval, source, trap or arithmetic assignments, no variable is known any more. */
   private opaque = false;
   readonly home: string;
+  /** Variables the environment is known to hold when the script starts (`$PI_CODING_AGENT_DIR`). */
+  private readonly environment: ReadonlyMap<string, string>;
 
-  constructor(home: string) {
+  constructor(home: string, environment: ReadonlyMap<string, string> = new Map()) {
     this.home = home;
+    this.environment = environment;
   }
 
   get(name: string): string | null {
     if (name === "HOME") return this.home;
     if (this.opaque) return null;
-    return this.vars.get(name) ?? null;
+    if (this.vars.has(name)) return this.vars.get(name)!;
+    return this.environment.get(name) ?? null;
   }
 
   /** An assignment that certainly ran, in order: later words see the value. */
