@@ -29,7 +29,7 @@ import {
   createWriteToolDefinition,
 } from "@earendil-works/pi-coding-agent";
 import { buildRequest, type ResolvedPath } from "../src/request/canonical.ts";
-import { resolveLikePi, resolveReadLikePi, resolveReal } from "../src/request/paths.ts";
+import { resolveLikePi, resolvePhysical, resolveReadLikePi, resolveReal } from "../src/request/paths.ts";
 import { buildPlaces, classifyWrite, isIdentitySecret, isWithin, protectedComponent } from "../src/policy/places.ts";
 import { prepareGate, decide } from "../src/policy/gate.ts";
 import { selfPaths } from "../src/state/locations.ts";
@@ -262,6 +262,21 @@ interface WriteCase {
   readonly lands: string | undefined;
   readonly home?: boolean;
 }
+
+describe("resolvePhysical: paths as a shell command's system calls walk them", () => {
+  const fx = fixture();
+
+  test("'..' after a symlink climbs out of the link's target, not out of the workspace", () => {
+    // ws/link-abs -> outside: the kernel reads outside/../outside/o.txt, which exists.
+    assert.deepEqual(resolvePhysical(fx.ws, "link-abs/../outside/o.txt"), { real: join(fx.outside, "o.txt"), exists: true });
+    assert.deepEqual(resolvePhysical(fx.ws, "sub/../plain.txt"), { real: join(fx.ws, "plain.txt"), exists: true });
+  });
+
+  test("absolute paths start at the root; a missing parent of '..' throws as the kernel fails", () => {
+    assert.deepEqual(resolvePhysical(fx.ws, `${fx.ws}/link-abs/../ws/plain.txt`), { real: join(fx.ws, "plain.txt"), exists: true });
+    assert.throws(() => resolvePhysical(fx.ws, "missing/../plain.txt"));
+  });
+});
 
 describe("the gate names the file Pi's write tool writes", () => {
   const cases: WriteCase[] = [

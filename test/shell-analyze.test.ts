@@ -457,3 +457,13 @@ describe("wipes and self-disabling through less common spellings", () => {
     ["PI_CODING_AGENT_DIR={{tmp}}/x; rm -rf \"$PI_CODING_AGENT_DIR/auto-mode\"", "workspace-write"],
   ]);
 });
+
+describe("'..' after a symlink is walked as the kernel walks it", () => {
+  table([
+    // link-out -> /etc in the eval workspace: link-out/.. is /, not the workspace.
+    ["cat link-out/../etc/shadow", "review", "identity-secret"],
+    ["cd link-out && cat ../etc/shadow", "review", "identity-secret"],
+    ["cp x link-out/../etc/cron.d/x", "review", "persistence"],
+    ["cat src/../README.md", "read"],
+  ]);
+});

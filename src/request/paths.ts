@@ -90,6 +90,17 @@ export function resolveReal(absolute: string): RealPath {
   }
 }
 
+/**
+ * A path as a shell command's system calls see it: the kernel walks `relative` from `base`
+ * component by component, so a `..` after a symlink climbs out of the link's target, not out of
+ * the directory holding the link (`link-out/../etc/shadow` with link-out -> /etc is /etc/shadow).
+ * Pi's file tools differ: they normalize the path lexically first (see resolveLikePi).
+ */
+export function resolvePhysical(base: string, relative: string): RealPath {
+  const start = isAbsolute(relative) ? "/" : realpathSync.native(base);
+  return walk(start, relative.split("/"), 0);
+}
+
 function linkTarget(link: string, root: string): string[] {
   const target = readlinkSync(link);
   return isAbsolute(target) ? [root, ...target.split("/")] : target.split("/");

@@ -2,7 +2,7 @@
 
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
-import { resolveReal } from "../../request/paths.ts";
+import { resolvePhysical, resolveReal } from "../../request/paths.ts";
 import {
   classifyWrite,
   containsIdentitySecret,
@@ -83,6 +83,8 @@ export interface Located {
   readonly exists: boolean;
 }
 
+const DOT_DOT = /(^|\/)\.\.(\/|$)/;
+
 /** Every place a static path argument may name; null when the cwd is unknown and the path is relative. */
 export function locate(state: ScriptState, value: string): Located[] | null {
   const out: Located[] = [];
@@ -90,14 +92,17 @@ export function locate(state: ScriptState, value: string): Located[] | null {
     if (cwd === null) return null;
     const lexical = resolve(cwd, value);
     const target = throughLinks(state, lexical);
-    let r = state.resolved.get(target);
+    // A `..` may climb out of a symlink's target: only the kernel's own walk says where it lands.
+    const physical = target === lexical && DOT_DOT.test(value);
+    const key = physical ? `${cwd}\0${value}` : target;
+    let r = state.resolved.get(key);
     if (r === undefined) {
       try {
-        r = resolveReal(target);
+        r = physical ? resolvePhysical(cwd, value) : resolveReal(target);
       } catch {
         r = null;
       }
-      state.resolved.set(target, r);
+      state.resolved.set(key, r);
     }
     if (r === null) return null;
     out.push({ lexical, real: r.real, exists: r.exists });
