@@ -467,3 +467,12 @@ describe("'..' after a symlink is walked as the kernel walks it", () => {
     ["cat src/../README.md", "read"],
   ]);
 });
+
+describe("git reads in a repository the gate never inspected are contained", () => {
+  table([
+    ["git -C {{tmp}}/other-repo log --oneline -5", "contain", "sandboxed"],
+    ["git --git-dir={{tmp}}/other.git --work-tree=. status", "contain", "sandboxed"],
+    ["cd {{tmp}}/x && git status", "contain", "sandboxed"],
+    ["git -C src log -1", "read"],
+  ]);
+});

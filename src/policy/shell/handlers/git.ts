@@ -225,8 +225,13 @@ export const git: Handler = (inv, an) => {
   const outsideCwd = an.state.cwds.some((c) => c === null || !isWithin(an.env.places.workspace, c));
   const nested = an.state.cwds.some((c) => c !== null && inNestedRepository(an.env.places.workspace, c));
   const demote = elsewhere || outsideCwd || nested || an.env.gitHooksWritable || !existsSync(an.env.places.workspace);
+  // Even a "read" runs the repository's config: fsmonitor and clean filters on status, textconv
+  // and external diff on diff, gpg.program on log. An uninspected repository is contained.
+  const foreign = elsewhere || outsideCwd || nested;
   for (const f of found) {
-    if (f.cls === "git-local" && demote)
+    if (f.cls === "read" && foreign)
+      out.push(finding("contain", "sandboxed", `${f.detail}, in a repository whose configuration (fsmonitor, filters, textconv) the gate never inspected`));
+    else if (f.cls === "git-local" && demote)
       out.push(finding("contain", "sandboxed", `${f.detail}, in a repository or with hooks the gate cannot vouch for`));
     else if (f.cls === "git-local" && an.env.gitHooksActive && HOOK_RUNNING.has(sub))
       // Hooks run outside the sandbox with the commit, and often read workspace files the agent
