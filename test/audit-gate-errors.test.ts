@@ -5,8 +5,10 @@
 import assert from "node:assert/strict";
 import { tmpdir } from "node:os";
 import { after, before, describe, test } from "node:test";
-import { fauxAssistantMessage, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
-import type { ExtensionToolContext, ExtensionUIContext } from "@earendil-works/pi-coding-agent";
+import { fauxAssistantMessage, fauxProvider, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
+import type { ExtensionAPI, ExtensionToolContext, ExtensionUIContext } from "@earendil-works/pi-coding-agent";
+import { Type } from "typebox";
+import { processGlobalState } from "../src/state/global.ts";
 import { createAdmissionBook } from "../src/sandbox/admission.ts";
 import { createController, resetSharedController, sharedController } from "../src/sandbox/controller.ts";
 import { createSandboxedBashTool } from "../src/tools/bash.ts";
@@ -87,5 +89,43 @@ describe("audit: the reviewer's Pi edges fail closed", () => {
     const r = await createReviewService().review(job(), registry, ctl.signal);
     assert.equal(r.kind === "failure" && r.failure, "aborted");
     assert.equal(faux.state.callCount, 0);
+  });
+});
+
+describe("audit: the session ends while a review is pending", () => {
+  test("session_shutdown aborts the review; the reviewed call never runs", async () => {
+    const judge = fauxProvider({ provider: "judge", models: [{ id: "judge-1" }] });
+    const runs: unknown[] = [];
+    const ext = (api: ExtensionAPI) => {
+      api.registerProvider(judge.provider);
+      api.registerTool({
+        name: "deploy_service",
+        label: "deploy",
+        description: "deploy a service",
+        parameters: Type.Object({ service: Type.String() }),
+        async execute(_id, params) {
+          runs.push(params);
+          return { content: [{ type: "text", text: "deployed" }], details: {} };
+        },
+      });
+    };
+    const h = await startPi({ extensionFactories: [ext], tools: ["read", "deploy_service"] });
+    harnesses.push(h);
+    await processGlobalState(h.agentDir).setReviewer({ provider: "judge", model: "judge-1", thinking: "off" });
+    let signal: AbortSignal | undefined;
+    judge.setResponses([
+      async (_ctx, options) => {
+        signal = options?.signal;
+        await h.session.extensionRunner.emit({ type: "session_shutdown", reason: "quit" });
+        return fauxAssistantMessage(VERDICT.allow);
+      },
+    ]);
+    h.faux.setResponses([fauxAssistantMessage([fauxToolCall("deploy_service", { service: "api" })], { stopReason: "toolUse" }), done()]);
+    await h.session.prompt("deploy the api");
+    assert.equal(signal?.aborted, true, "the reviewer's request saw the shutdown");
+    assert.deepEqual(runs, []);
+    const r = toolResults(h.session)[0];
+    assert.equal(r?.isError, true);
+    assert.match(r?.text ?? "", /automatic policy \(not by the user\)/);
   });
 });
