@@ -476,3 +476,17 @@ describe("git reads in a repository the gate never inspected are contained", () 
     ["git -C src log -1", "read"],
   ]);
 });
+
+describe("awk's commands are read like any other script", () => {
+  table([
+    ["awk 'BEGIN { system(\"rm -rf ~\") }'", "deny", "hard-deny"],
+    ["awk 'BEGIN { system(\"rm -rf src\") }'", "review", "destructive"],
+    ["awk '{ print | \"sh\" }' cmds.txt", "review", "remote-code"],
+    ["awk '{ system(\"rm \" $1) }' list.txt", "review", "dynamic-command"],
+    ["awk '{ print $1 | cmd }' data.txt", "review", "dynamic-command"],
+    ["awk '{ print | \"sort -u\" }' README.md", "contain", "inline-code"],
+    ["awk 'BEGIN { while ((\"git log --oneline\" | getline l) > 0) print l }'", "contain", "inline-code"],
+    ["awk '{print \"| \" $1 \" |\"}' data.txt", "contain", "inline-code"],
+    ["awk '/foo|bar/ || $3 > 1 {print $0}' README.md", "read"],
+  ]);
+});

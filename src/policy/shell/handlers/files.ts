@@ -333,6 +333,36 @@ const sed: Handler = (inv, an) => {
   return out;
 };
 
+/** system("cmd"), print | "cmd", "cmd" | getline, over a program whose strings are numbered ("0"). */
+const AWK_CONSTANT_COMMAND = /\bsystem\s*\(\s*"(\d+)"\s*\)|(?<!\|)\|&?\s*"(\d+)"|"(\d+)"\s*\|&?\s*getline\b/g;
+/** system(expr), expr | getline, print ... | expr: a command built at run time. */
+const AWK_BUILT_COMMAND = /\bsystem\s*\((?!\s*"\d+"\s*\))|[^"\s|]\s*\|&?\s*getline\b|\bprintf?\b[^;{}\n]*?(?<!\|)\|&?\s*(?![|"])[A-Za-z_$(]/;
+
+/** The program with every string constant replaced by its number, and the constants unescaped. */
+function awkSkeleton(program: string): { code: string; strings: string[] } {
+  const strings: string[] = [];
+  const code = program.replace(/"((?:[^"\\]|\\.)*)"/g, (_, body: string) => {
+    strings.push(body.replace(/\\(.)/g, (_e, c: string) => ({ n: "\n", t: "\t" })[c] ?? c));
+    return `"${strings.length - 1}"`;
+  });
+  return { code, strings };
+}
+
+/**
+ * The shell commands an awk program runs. Constant ones are read as scripts (awk's output piped
+ * into them: `print | "sh"` runs data as code); one built at run time is code the gate cannot see.
+ */
+function awkCommandFindings(program: string, an: Analyzer): Finding[] {
+  const { code, strings } = awkSkeleton(program);
+  if (AWK_BUILT_COMMAND.test(code)) return [finding("review", "dynamic-command", "awk program runs a command built at run time")];
+  const out: Finding[] = [];
+  for (const m of code.matchAll(AWK_CONSTANT_COMMAND)) {
+    const cmd = strings[Number(m[1] ?? m[2] ?? m[3])]!;
+    out.push(...an.script(m[2] !== undefined ? `: | ${cmd}` : cmd, "awk command"));
+  }
+  return out;
+}
+
 const awk: Handler = (inv, an) => {
   const out: Finding[] = [];
   const hasProgramFile = optionValues(inv.args, ["-f"], ["--file"]).length > 0;
@@ -341,6 +371,7 @@ const awk: Handler = (inv, an) => {
   if (hasProgramFile) out.push(finding("contain", "inline-code", "awk runs a program file"));
   if (program && (program.value === null || /system\s*\(|\|\s*(getline|")|>\s*"|print[^;]*>|\bfflush\b.*\|/.test(program.value)))
     out.push(finding("contain", "inline-code", "awk program runs commands or writes files"));
+  if (program?.value) out.push(...awkCommandFindings(program.value, an));
   const inPlace = optionValues(inv.args, ["-i"], ["--include"]).some((a) => a.value === "inplace");
   for (const f of ops) {
     if (f.value?.includes("=")) continue; // var=value assignment operand
