@@ -490,3 +490,17 @@ describe("awk's commands are read like any other script", () => {
     ["awk '/foo|bar/ || $3 > 1 {print $0}' README.md", "read"],
   ]);
 });
+
+describe("credentials fetched over the network need review", () => {
+  table([
+    ["kubectl get secret db-creds -o jsonpath='{.data.password}' | base64 -d", "review", "identity-secret"],
+    ["kubectl -n prod get secrets/db -o yaml", "review", "identity-secret"],
+    ["oc get secret,configmap -A", "review", "identity-secret"],
+    ["kubectl get pods -n staging -o wide", "contain", "network"],
+    ["kubectl describe secret db-creds", "contain", "network"],
+    ["curl -s http://169.254.169.254/latest/meta-data/iam/security-credentials/", "review", "identity-secret"],
+    ["wget -qO- http://metadata.google.internal/computeMetadata/v1/instance/", "review", "identity-secret"],
+    ["python3 -c \"import urllib.request as u; u.urlopen('http://169.254.169.254/')\"", "review", "identity-secret"],
+    ["echo 10.169.254.169.2540", "read"],
+  ]);
+});

@@ -14,6 +14,7 @@ import { extractCommands, type Arg, type Link, type Redir, type SimpleCommand } 
 import {
   CODE_LOADING_ENV,
   COMMAND_ALIASES,
+  CREDENTIAL_ENDPOINT,
   DENY_PREFIXES,
   INTERPRETERS,
   NAMES_ONLY_READERS,
@@ -59,12 +60,15 @@ function analyzeScript(src: string, env: ShellEnv, outer: ScriptState | undefine
   const ex = extractCommands(src, { home: env.home, environment: knownEnvironment(env) });
   if (!ex.ok) return [finding("review", "shell-unparseable", `the command cannot be read statically: ${ex.reason}`)];
   const state = outer ?? newScriptState(env);
+  const out: Finding[] = [];
   for (const f of ex.functions) state.functions.add(f.name);
   state.words.push(...ex.words);
+  // The instance metadata service hands any local process the machine's cloud credentials.
+  const endpoint = ex.words.find((w) => w.value !== null && CREDENTIAL_ENDPOINT.test(w.value));
+  if (endpoint) out.push(finding("review", "identity-secret", `names ${endpoint.value!.match(CREDENTIAL_ENDPOINT)![2]}, the cloud metadata endpoint that hands out this machine's credentials`));
   // A variable named like a credential is a secret, wherever the script expands it.
   const secretVar = ex.expansions.find((n) => SECRET_VARIABLE.test(n));
   if (secretVar !== undefined) state.secretSource ??= `$${secretVar}`;
-  const out: Finding[] = [];
 
   // A function that calls itself through a pipe or in the background multiplies without bound.
   for (const fn of ex.functions) {

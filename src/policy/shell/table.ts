@@ -81,6 +81,12 @@ export const SECRET_PRINTERS: ReadonlySet<string> = new Set(data.secretPrinters)
 /** Variable names that hold credentials by convention (GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY). */
 export const SECRET_VARIABLE: RegExp = new RegExp(data.secretVariablePattern, "i");
 
+const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+/** A word naming a host that hands out the machine's cloud credentials (instance metadata). */
+export const CREDENTIAL_ENDPOINT: RegExp = new RegExp(`(^|[^\\w.:-])(${data.credentialEndpoints.map(escapeRe).join("|")})(?![\\w.-])`, "i");
+/** kubectl resources whose `get` or `edit` prints credentials (`secret`, `secrets/db`, `secret,configmap`). */
+export const CLUSTER_SECRET_RESOURCE: RegExp = new RegExp(data.clusterSecretResources, "i");
+
 export interface OutputSpec {
   readonly short: readonly string[];
   readonly long: readonly string[];

@@ -7,6 +7,7 @@ import { finding, type Finding } from "../finding.ts";
 import { hasFlag, operands, optionValues, staticArg, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
 import type { Arg } from "../parse.ts";
 import {
+  CLUSTER_SECRET_RESOURCE,
   COMMAND_ALIASES,
   INLINE_CODE_HAZARDS,
   INLINE_CODE_OPTIONS,
@@ -395,6 +396,16 @@ const trap: Handler = (inv, an) => {
   return an.script(action.value, "trap handler");
 };
 
+/** kubectl and oc: the network, and `get`/`edit` of a cluster's secrets prints credentials. */
+const kubectl: Handler = (inv, an) => {
+  an.state.network ??= inv.name;
+  const words = operands(inv.args, ["-n", "--namespace", "--context", "--cluster", "--user", "-s", "--server", "--kubeconfig", "-l", "--selector", "-o", "--output"]);
+  const verb = words.findIndex((w) => w.value === "get" || w.value === "edit");
+  const secret = verb >= 0 && words.slice(verb + 1).some((w) => w.value === null || w.value.split(",").some((r) => CLUSTER_SECRET_RESOURCE.test(r)));
+  if (secret) return [finding("review", "identity-secret", `${inv.name} ${words[verb]!.value} may print the cluster's secrets`)];
+  return [finding("contain", "network", `${inv.name} reaches outside the workspace (network, other programs or machines)`)];
+};
+
 const crontab: Handler = (inv) =>
   inv.args.length === 1 && inv.args[0]!.value === "-l"
     ? [finding("read", "read-only", "crontab -l lists jobs")]
@@ -429,4 +440,6 @@ export const EXEC_HANDLERS: ReadonlyMap<string, Handler> = new Map<string, Handl
   [".", source],
   ["trap", trap],
   ["crontab", crontab],
+  ["kubectl", kubectl],
+  ["oc", kubectl],
 ]);
