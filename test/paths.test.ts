@@ -835,6 +835,20 @@ describe("the gate's decision for odd paths", () => {
     }
   });
 
+  test("every edit form Pi accepts is judged by its path; what Pi rejects stays malformed", () => {
+    const forms = [
+      { oldText: "a", newText: "b" },
+      { edits: '[{"oldText":"a","newText":"b"}]' },
+      { edits: { oldText: "a", newText: "b" } },
+    ];
+    for (const form of forms) {
+      assert.equal(routeOf("edit", { path: "src/util.ts", ...form }).route, "allow", JSON.stringify(form));
+      assert.deepEqual([routeOf("edit", { path: ".git/config", ...form }).reason], ["protected-path"], JSON.stringify(form));
+    }
+    for (const bad of [{ edits: "not json" }, { edits: [] }, {}])
+      assert.equal(routeOf("edit", { path: "src/util.ts", ...bad }).reason, "malformed-input", JSON.stringify(bad));
+  });
+
   test("a write to the git hooks is reviewed as a protected path", () => {
     const d = routeOf("write", { path: ".git/hooks/pre-commit", content: "" });
     assert.deepEqual([d.route, d.reason], ["review", "protected-path"]);

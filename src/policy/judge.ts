@@ -42,6 +42,24 @@ function validEdits(v: unknown): boolean {
   );
 }
 
+/**
+ * The edits Pi 1.6's edit tool will apply (tools/edit.js `prepareEditArguments`): besides a list,
+ * it takes the list as a JSON string, one edit object, and top-level oldText/newText.
+ */
+function editsLikePi(input: Record<string, unknown>): unknown {
+  let edits = input.edits;
+  if (typeof edits === "string") {
+    try {
+      edits = JSON.parse(edits);
+    } catch {
+      return input.edits;
+    }
+  }
+  if (typeof edits === "object" && edits !== null && !Array.isArray(edits)) edits = [edits];
+  if (isString(input.oldText) && isString(input.newText)) edits = [...(Array.isArray(edits) ? edits : []), { oldText: input.oldText, newText: input.newText }];
+  return edits;
+}
+
 /** Input shape checks mirror Pi's tool schemas; anything else is judged as malformed. */
 function shapeProblem(tool: string, input: Record<string, unknown>): string | undefined {
   switch (tool) {
@@ -50,7 +68,7 @@ function shapeProblem(tool: string, input: Record<string, unknown>): string | un
     case "write":
       return !isString(input.path) ? "path must be a string" : !isString(input.content) ? "content must be a string" : undefined;
     case "edit":
-      return !isString(input.path) ? "path must be a string" : !validEdits(input.edits) ? "edits must be a non-empty list of {oldText, newText}" : undefined;
+      return !isString(input.path) ? "path must be a string" : !validEdits(editsLikePi(input)) ? "edits must be a non-empty list of {oldText, newText}" : undefined;
     case "grep":
       return !isString(input.pattern) ? "pattern must be a string" : !isOptional(input.path, isString) || !isOptional(input.glob, isString) ? "path/glob must be strings" : undefined;
     case "find":
