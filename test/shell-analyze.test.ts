@@ -504,3 +504,13 @@ describe("credentials fetched over the network need review", () => {
     ["echo 10.169.254.169.2540", "read"],
   ]);
 });
+
+describe("kill: only the script's own jobs are its own", () => {
+  table([
+    ["npm run build & sleep 3; kill $!", "build"],
+    ["sleep 60 & kill \"$!\"", "read"],
+    ["kill %1", "read"],
+    ["kill -9 $PPID", "review", "foreign-process"],
+    ["kill $(lsof -t -i:3000)", "review", "foreign-process"],
+  ]);
+});

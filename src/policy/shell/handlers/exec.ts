@@ -372,9 +372,13 @@ const make: Handler = (inv) => {
   return [finding("build", "build-test", `${inv.name} builds the project`)];
 };
 
+/** `%1`, and `$!` (the job this script last started in the background): the shell's own children. */
+const OWN_JOB = /^("?)(\$!|\$\{!\})\1$/;
+const ownJob = (a: Arg) => (a.value !== null ? a.value.startsWith("%") : OWN_JOB.test(a.text));
+
 const kill: Handler = (inv) => {
   const ops = operands(inv.args, ["-s", "-n", "--signal"]);
-  if (inv.args.some((a) => a.value === "-l" || a.value === "-L") || (ops.length > 0 && ops.every((a) => a.value?.startsWith("%"))))
+  if (inv.args.some((a) => a.value === "-l" || a.value === "-L") || (ops.length > 0 && ops.every(ownJob)))
     return [finding("read", "read-only", `${inv.name} lists signals or signals the shell's own jobs`)];
   return [finding("review", "foreign-process", `${inv.name} signals processes that may not belong to this project`)];
 };
