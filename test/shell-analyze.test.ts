@@ -514,3 +514,17 @@ describe("kill: only the script's own jobs are its own", () => {
     ["kill $(lsof -t -i:3000)", "review", "foreign-process"],
   ]);
 });
+
+describe("sh -c SCRIPT ARGS: the words after the script are its $0, $1, ...", () => {
+  table([
+    ["sh -c 'rm -rf \"$1\"' _ ~", "deny", "hard-deny"],
+    ["bash -c 'rm -rf $0' ~", "deny", "hard-deny"],
+    ["find / -exec sh -c 'rm -rf \"$1\"' _ {} +", "deny", "hard-deny"],
+    ["find src -type f -exec sh -c ': > \"$1\"' _ {} \\;", "review", "destructive"],
+    ["find . -name '*.pyc' -exec sh -c ': > \"$1\"' _ {} \\;", "cleanup"],
+    ["sh -c 'while [ \"$1\" ]; do rm -rf \"$1\"; shift; done' _ src ~", "review", "destructive"],
+    ["sh -c 'f() { rm -rf \"$1\"; }; f x' _ ~", "review", "destructive"],
+    ["find src -name '*.md' -exec sh -c 'wc -l \"$1\"' _ {} \\;", "read"],
+    ["sh -c 'echo \"$1\" > out.txt' _ hello", "workspace-write"],
+  ]);
+});

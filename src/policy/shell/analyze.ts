@@ -6,7 +6,7 @@ import { basename, dirname, resolve } from "node:path";
 import { isHarmlessDevice } from "../places.ts";
 import { isDownloaded, judgeRead, knownEnvironment, judgeWrite, markDownloaded, newScriptState, type ScriptState, type ShellEnv } from "./env.ts";
 import { finding, strictest, type Finding } from "./finding.ts";
-import { FILE_HANDLERS, foundPaths, judgeReadOperands, outputFindings } from "./handlers/files.ts";
+import { FILE_HANDLERS, foundPaths, judgeFoundRemoval, judgeReadOperands, outputFindings } from "./handlers/files.ts";
 import { EXEC_HANDLERS, npx, xargs } from "./handlers/exec.ts";
 import { git } from "./handlers/git.ts";
 import { staticArg, type Analyzer, type Invocation } from "./invocation.ts";
@@ -32,6 +32,7 @@ const MAX_WRAPPERS = 16;
 const SYSTEM_BIN = new Set(["/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin", "/opt/homebrew/bin", "/run/current-system/sw/bin"]);
 const RECURSIVE_READERS = new Set(["rg", "ag", "ack", "pt", "ugrep"]);
 const WRITE_OPS = new Set([">", ">>", ">|", "&>", "&>>", "<>"]);
+const TRUNCATING_OPS = new Set([">", ">|", "&>"]);
 
 export interface ShellAnalysis {
   readonly verdict: Finding;
@@ -55,9 +56,9 @@ function withHookRunsContained(findings: Finding[]): Finding[] {
   return findings.map((f) => (f.reason === "git-hooks" ? finding("contain", "sandboxed", `${f.detail}; with the rest of the command it runs inside the sandbox`) : f));
 }
 
-function analyzeScript(src: string, env: ShellEnv, outer: ScriptState | undefined, depth: number): Finding[] {
+function analyzeScript(src: string, env: ShellEnv, outer: ScriptState | undefined, depth: number, positional?: readonly Arg[]): Finding[] {
   if (depth > MAX_SCRIPT_DEPTH) return [finding("review", "dynamic-command", "nested shell scripts deeper than the gate reads")];
-  const ex = extractCommands(src, { home: env.home, environment: knownEnvironment(env) });
+  const ex = extractCommands(src, { home: env.home, environment: knownEnvironment(env), positional });
   if (!ex.ok) return [finding("review", "shell-unparseable", `the command cannot be read statically: ${ex.reason}`)];
   const state = outer ?? newScriptState(env);
   const out: Finding[] = [];
@@ -80,8 +81,8 @@ function analyzeScript(src: string, env: ShellEnv, outer: ScriptState | undefine
     env,
     state,
     depth,
-    script: (inner, what) => {
-      const nested = analyzeScript(inner, env, state, depth + 1);
+    script: (inner, what, positional) => {
+      const nested = analyzeScript(inner, env, state, depth + 1, positional);
       return nested.length > 0 ? nested : [finding("read", "read-only", `${what} does nothing`)];
     },
     argv: (args, source, piped) => argvFindings(args, source, piped, an, undefined),
@@ -132,6 +133,11 @@ function redirectFindings(redirs: readonly Redir[], an: Analyzer, cmd: SimpleCom
     }
     if (WRITE_OPS.has(r.op) || (r.op === ">&" && t.value !== null && !/^\d+-?$|^-$/.test(t.value))) {
       if (t.value !== null && isHarmlessDevice(t.value)) continue;
+      // `find ... -exec sh -c ': > "$1"' _ {} ;` empties every file find selects.
+      if (t.found && TRUNCATING_OPS.has(r.op)) {
+        out.push(judgeFoundRemoval(an, t, "a truncating redirection"));
+        continue;
+      }
       out.push(judgeWrite(an.env, an.state, t, "redirection writes"));
       if (network) markDownloaded(an.state, t.value);
     } else if (r.op === "<" || r.op === "<>") {

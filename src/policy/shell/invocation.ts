@@ -18,8 +18,8 @@ export interface Analyzer {
   readonly env: ShellEnv;
   readonly state: ScriptState;
   readonly depth: number;
-  /** Analyse a nested shell script (sh -c, trap, watch, find -exec sh -c ...). */
-  script(src: string, what: string): Finding[];
+  /** Analyse a nested shell script (sh -c, trap, watch, find -exec sh -c ...); `positional` are its $0, $1, ... */
+  script(src: string, what: string, positional?: readonly Arg[]): Finding[];
   /** Analyse a nested argv (find -exec, xargs, git bisect run ...). */
   argv(args: readonly Arg[], source: SimpleCommand, pipedInput: boolean): Finding[];
 }

@@ -69,6 +69,8 @@ export interface ExtractOptions {
   readonly home: string;
   /** Environment variables whose value is known (`PI_CODING_AGENT_DIR`). */
   readonly environment?: ReadonlyMap<string, string>;
+  /** The script's $0, $1, ... when it is run as `sh -c SCRIPT ARG0 ARG1 ...`. */
+  readonly positional?: readonly Arg[];
 }
 
 interface Frame {
@@ -140,7 +142,9 @@ function certainChildren(n: SyntaxNode, frame: Frame): (index: number) => boolea
 export function extractCommands(src: string, opts: ExtractOptions): Extraction {
   if (src.includes("\0")) return { ok: false, reason: "command contains a NUL byte" };
   if (Buffer.byteLength(src, "utf8") > MAX_SHELL_BYTES) return { ok: false, reason: `command longer than ${MAX_SHELL_BYTES} bytes` };
-  const scope = new Scope(opts.home, opts.environment);
+  // `shift` and `set` renumber the parameters, in loops too: then none is known.
+  const positional = opts.positional && !/\b(shift|set)\b/.test(src) ? opts.positional : [];
+  const scope = new Scope(opts.home, opts.environment, positional);
   const commands: SimpleCommand[] = [];
   const compoundRedirs: Redir[] = [];
   const functions: FunctionDef[] = [];
@@ -169,6 +173,8 @@ export function extractCommands(src: string, opts: ExtractOptions): Extraction {
     while (stack.length > 0 && error === undefined) {
       const frame = stack.pop()!;
       const n = frame.node;
+      // Inside a function body $1 is the function's own argument.
+      scope.positionalVisible = frame.inFunction === undefined;
       let child: Omit<Frame, "node"> = frame;
       switch (n.type) {
         case "Script":

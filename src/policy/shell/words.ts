@@ -39,9 +39,19 @@ export class Scope {
   /** Variables the environment is known to hold when the script starts (`$PI_CODING_AGENT_DIR`). */
   private readonly environment: ReadonlyMap<string, string>;
 
-  constructor(home: string, environment: ReadonlyMap<string, string> = new Map()) {
+  /** $0, $1, ... of a script run as `sh -c SCRIPT ARG0 ARG1 ...`; hidden inside function bodies. */
+  private readonly positional: readonly Arg[];
+  positionalVisible = true;
+
+  constructor(home: string, environment: ReadonlyMap<string, string> = new Map(), positional: readonly Arg[] = []) {
     this.home = home;
     this.environment = environment;
+    this.positional = positional;
+  }
+
+  /** The argument bound to `$n`, if the script was given one. */
+  parameter(n: number): Arg | undefined {
+    return this.positionalVisible ? this.positional[n] : undefined;
   }
 
   get(name: string): string | null {
@@ -70,7 +80,17 @@ export class Scope {
 const SPECIAL_PARAMETER = /^([0-9@*#?$!-]|[0-9]+)$/;
 
 function variable(name: string, scope: Scope): string | null {
+  if (/^[0-9]+$/.test(name)) return scope.parameter(Number(name))?.value ?? null;
   return SPECIAL_PARAMETER.test(name) ? null : scope.get(name);
+}
+
+/** A word that is one positional parameter and nothing else (`$1`, `"${2}"`): the number. */
+function soleParameter(parts: readonly WordPart[]): number | undefined {
+  const pieces = flatten(parts);
+  if (pieces.length !== 1) return undefined;
+  const p = pieces[0]!.part;
+  const name = p.type === "SimpleExpansion" ? p.text.slice(1) : p.type === "ParameterExpansion" && !p.prefix && !p.index && !p.operation ? p.parameter : undefined;
+  return name !== undefined && /^[0-9]$/.test(name) ? Number(name) : undefined;
 }
 
 /** The value of a known, non-empty variable under `${X-...}`, `${X:?}`, `${X:+y}` and friends. */
@@ -187,6 +207,10 @@ function flatten(parts: readonly WordPart[]): Piece[] {
 }
 
 function partsArg(parts: readonly WordPart[], text: string, scope: Scope): Arg {
+  // A parameter bound to a path find selects keeps what is known about that path.
+  const n = soleParameter(parts);
+  const bound = n === undefined ? undefined : scope.parameter(n);
+  if (bound?.found) return { ...bound, text };
   let value: string | null = "";
   let known = "";
   let rest = "";

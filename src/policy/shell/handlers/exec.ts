@@ -49,7 +49,8 @@ export const shell: Handler = (inv, an) => {
   if (cIndex >= 0) {
     const script = args[cIndex + 1];
     if (!script || script.value === null) return [finding("review", "dynamic-command", `${inv.name} -c runs a script only known at run time`)];
-    return an.script(script.value, `${inv.name} -c`);
+    // The words after the script are its $0, $1, ...: `sh -c 'rm -rf "$1"' _ ~` removes home.
+    return an.script(script.value, `${inv.name} -c`, args.slice(cIndex + 2));
   }
   if (hasFlag(args, "n", ["--noexec"])) return [finding("read", "read-only", `${inv.name} -n only checks syntax`)];
   const file = operands(args, ["-o", "+o", "-O", "+O", "--rcfile", "--init-file"]).find((a) => !STDIN_FILES.has(a.value ?? ""));

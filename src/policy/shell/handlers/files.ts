@@ -164,6 +164,11 @@ function judgeFoundDestroy(env: ShellEnv, an: Analyzer, t: Arg, verb: string, al
   return strictest(places.map(one)) ?? finding("read", "read-only", `${verb} removes nothing`);
 }
 
+/** What removing (or emptying) the files find selects does: `arg` must carry `found`. */
+export function judgeFoundRemoval(an: Analyzer, arg: Arg, verb: string): Finding {
+  return judgeFoundDestroy(an.env, an, arg, verb, false);
+}
+
 /** The last operand is the destination; `-t DIR` names it explicitly. */
 function copyLike(verb: string, removesSources: boolean): Handler {
   return (inv, an) => {
