@@ -7,7 +7,7 @@ import { isHarmlessDevice } from "../places.ts";
 import { isDownloaded, judgeRead, knownEnvironment, judgeWrite, markDownloaded, newScriptState, type ScriptState, type ShellEnv } from "./env.ts";
 import { finding, strictest, type Finding } from "./finding.ts";
 import { FILE_HANDLERS, foundPaths, judgeFoundRemoval, judgeReadOperands, outputFindings } from "./handlers/files.ts";
-import { EXEC_HANDLERS, npx, xargs } from "./handlers/exec.ts";
+import { commandOptionFindings, EXEC_HANDLERS, npx, xargs } from "./handlers/exec.ts";
 import { git } from "./handlers/git.ts";
 import { staticArg, type Analyzer, type Invocation } from "./invocation.ts";
 import { extractCommands, type Arg, type Link, type Redir, type SimpleCommand } from "./parse.ts";
@@ -351,6 +351,10 @@ function argvFindings(argv: readonly Arg[], source: SimpleCommand, pipedInput: b
 }
 
 function dispatch(inv: Invocation, an: Analyzer, fed: Arg[] | undefined): Finding[] {
+  return [...commandOptionFindings(inv, an), ...dispatchByName(inv, an, fed)];
+}
+
+function dispatchByName(inv: Invocation, an: Analyzer, fed: Arg[] | undefined): Finding[] {
   const { name } = inv;
   if (name.includes("/")) return pathProgram(inv, an);
   if (name === "git") return git(inv, an);

@@ -87,6 +87,23 @@ export const CREDENTIAL_ENDPOINT: RegExp = new RegExp(`(^|[^\\w.:-])(${data.cred
 /** kubectl resources whose `get` or `edit` prints credentials (`secret`, `secrets/db`, `secret,configmap`). */
 export const CLUSTER_SECRET_RESOURCE: RegExp = new RegExp(data.clusterSecretResources, "i");
 
+/** An option whose value is a command line the command runs; with `prefix`, only values starting with it (stripped). */
+export interface CommandOption {
+  readonly option: string;
+  readonly prefix: string;
+}
+export const COMMAND_OPTIONS: ReadonlyMap<string, readonly CommandOption[]> = new Map(
+  Object.entries(data.commandOptions).map(([name, entries]) => [
+    name,
+    entries.map((e) => {
+      const [option, prefix = ""] = e.split(" ");
+      return { option: option!, prefix };
+    }),
+  ]),
+);
+/** `ssh -o Key=VALUE` settings whose value runs on this machine. */
+export const SSH_COMMAND_OPTIONS: ReadonlySet<string> = new Set(data.sshCommandOptions.map((k) => k.toLowerCase()));
+
 export interface OutputSpec {
   readonly short: readonly string[];
   readonly long: readonly string[];

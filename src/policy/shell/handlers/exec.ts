@@ -9,6 +9,7 @@ import type { Arg } from "../parse.ts";
 import {
   CLUSTER_SECRET_RESOURCE,
   COMMAND_ALIASES,
+  COMMAND_OPTIONS,
   INLINE_CODE_HAZARDS,
   INLINE_CODE_OPTIONS,
   INTERPRETER_HAZARDS,
@@ -19,6 +20,7 @@ import {
   RUN_SUBCOMMANDS,
   SERVING_SCRIPTS,
   SHELLS,
+  SSH_COMMAND_OPTIONS,
   SUBCOMMANDS,
   WRAPPERS,
 } from "../table.ts";
@@ -405,6 +407,35 @@ const trap: Handler = (inv, an) => {
   if (action.value === null) return [finding("review", "dynamic-command", "trap installs a handler only known at run time")];
   return an.script(action.value, "trap handler");
 };
+
+const SSH_CLIENTS = new Set(["ssh", "scp", "sftp", "autossh"]);
+
+/**
+ * Options whose value is a command line the command itself runs (`tar --to-command`, `zip -TT`,
+ * `rsync -e`, `ssh -o ProxyCommand=`): read like `sh -c`; one only known at run time is unseen code.
+ */
+export function commandOptionFindings(inv: Invocation, an: Analyzer): Finding[] {
+  const lines: Array<string | null> = [];
+  for (const { option, prefix } of COMMAND_OPTIONS.get(inv.name) ?? []) {
+    // Single letters may be bundled (`-xIzstd`); longer names (`--to-command`, zip's `-TT`) are whole words.
+    const long = option.length > 2 ? [option] : [];
+    const short = long.length === 0 ? [option] : [];
+    for (const v of optionValues(inv.args, short, long)) {
+      if (v.value === null) lines.push(null);
+      else if (v.value.startsWith(prefix)) lines.push(v.value.slice(prefix.length));
+    }
+  }
+  if (SSH_CLIENTS.has(inv.name)) {
+    for (const v of optionValues(inv.args, ["-o"], [])) {
+      const m = v.value === null ? null : /^\s*([A-Za-z]+)\s*[= ]\s*(.*)$/s.exec(v.value);
+      if (v.value === null) lines.push(null);
+      else if (m && SSH_COMMAND_OPTIONS.has(m[1]!.toLowerCase()) && m[2]!.toLowerCase() !== "none") lines.push(m[2]!);
+    }
+  }
+  return lines.flatMap((line) =>
+    line === null ? [finding("review", "dynamic-command", `${inv.name} runs a command given in an option only known at run time`)] : an.script(line, `${inv.name} option command`),
+  );
+}
 
 /** kubectl and oc: the network, and `get`/`edit` of a cluster's secrets prints credentials. */
 const kubectl: Handler = (inv, an) => {
