@@ -5,7 +5,7 @@ import { basename, dirname, isAbsolute, join, relative, resolve } from "node:pat
 import { isRegenerableName, isWithin } from "../../places.ts";
 import { expandGlob, globToRegExp, isDownloaded, judgeRead, judgeWrite, locate, markDownloaded, writeFinding, type Located, type ShellEnv } from "../env.ts";
 import { finding, strictest, type Finding } from "../finding.ts";
-import { DYNAMIC, hasFlag, operands, optionValues, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
+import { DYNAMIC, hasFlag, operands, optionValues, staticArg, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
 import type { Arg } from "../parse.ts";
 import { CRITICAL_DIRS, OUTPUT_OPTIONS, REGENERABLE_FILES } from "../table.ts";
 
@@ -325,8 +325,9 @@ const sed: Handler = (inv, an) => {
   const out: Finding[] = [];
   for (const s of scripts) {
     if (s.value === null) out.push(finding("contain", "inline-code", "sed runs a script only known at run time"));
-    else if (/(^|[;\n{}])\s*[ewW]\b|\/[gpIiMm0-9]*[ew][gpIiMm0-9]*\s*($|[;}\n])/.test(s.value))
+    else if (/(^|[;\n{}])\s*[ewW]\b|\/[gpIiMm0-9]*[ew][gpIiMm0-9]*\s*($|[;}\n])/.test(s.value) || SED_E_COMMAND.test(s.value) || SED_WRITE.test(s.value))
       out.push(finding("contain", "inline-code", "sed script runs commands or writes files (e/w)"));
+    if (s.value !== null) out.push(...sedCommandFindings(s.value, an));
   }
   for (const f of ops) {
     if (inPlace) out.push(judgeWrite(an.env, an.state, f, "sed -i rewrites"));
@@ -365,6 +366,34 @@ function awkCommandFindings(program: string, an: Analyzer): Finding[] {
     const cmd = strings[Number(m[1] ?? m[2] ?? m[3])]!;
     out.push(...an.script(m[2] !== undefined ? `: | ${cmd}` : cmd, "awk command"));
   }
+  return out;
+}
+
+/** A sed address: a line number (with ~step), `$`, or a /regex/ with flags. */
+const SED_ADDRESS = String.raw`(?:\d+(?:~\d+)?|\$|\/(?:[^/\\\n]|\\.)*\/[IM]*)`;
+/** GNU sed's `e [COMMAND]`, after optional addresses and `!`: the command runs to the end of the line. */
+const SED_COMMAND_START = String.raw`(?:^|[;\n{}])\s*(?:${SED_ADDRESS}(?:\s*,\s*${SED_ADDRESS})?)?\s*!?\s*`;
+const SED_E_COMMAND = new RegExp(String.raw`${SED_COMMAND_START}e(?:[ \t]+([^\n]*))?(?=\n|$|;|})`);
+/** `s/x/y/FLAGS`: group 2 holds the flags, group 3 a `w FILE` flag's file. */
+const SED_SUBSTITUTE = /(?:^|[;\n{}])\s*s(.)(?:(?!\1)[^\\\n]|\\.)*\1(?:(?!\1)[^\\\n]|\\.)*\1([gpIiMme0-9]*)(?:w\s*([^\n]+))?/;
+/** `w FILE` and `W FILE` write to FILE, which runs to the end of the line. */
+const SED_WRITE = new RegExp(String.raw`${SED_COMMAND_START}[wW][ \t]+([^\n]+)`);
+
+/**
+ * What a sed script runs and writes besides its operands: `e COMMAND` is a shell script, `e` alone
+ * and `s///e` run the edited text, and `w FILE` (also as an s flag) writes FILE.
+ */
+function sedCommandFindings(script: string, an: Analyzer): Finding[] {
+  const out: Finding[] = [];
+  for (const m of script.matchAll(new RegExp(SED_SUBSTITUTE, "g"))) {
+    if (m[2]!.includes("e")) return [finding("review", "dynamic-command", "sed executes the text it edits as a command (s///e)")];
+    if (m[3] !== undefined) out.push(judgeWrite(an.env, an.state, staticArg(m[3]), "sed writes"));
+  }
+  for (const m of script.matchAll(new RegExp(SED_E_COMMAND, "g"))) {
+    if (m[1] === undefined || m[1].trim() === "") return [finding("review", "dynamic-command", "sed executes the text it edits as a command (e)")];
+    out.push(...an.script(m[1], "sed e command"));
+  }
+  for (const m of script.matchAll(new RegExp(SED_WRITE, "g"))) out.push(judgeWrite(an.env, an.state, staticArg(m[1]!), "sed writes"));
   return out;
 }
 
