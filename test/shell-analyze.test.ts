@@ -562,3 +562,12 @@ describe("sed's e and w commands", () => {
     ["sed '/^export/d' src/index.ts", "read"],
   ]);
 });
+
+describe("recursive mode changes of the whole workspace", () => {
+  table([
+    ["chmod -R 000 .", "review", "protected-path"],
+    ["chown -R me:me {{ws}}", "review", "protected-path"],
+    ["chmod -R u+w src", "workspace-write"],
+    ["chmod 644 .", "workspace-write"],
+  ]);
+});

@@ -280,6 +280,12 @@ function isDirectory(p: string): boolean {
   }
 }
 
+/** A static path that is the workspace root or a directory above it. */
+function holdsWorkspace(an: Analyzer, t: Arg): boolean {
+  if (t.value === null || t.glob) return false;
+  return (locate(an.state, t.value) ?? []).some((p) => isWithin(p.real, an.env.places.workspace));
+}
+
 const chmodLike =
   (verb: string): Handler =>
   (inv, an) => {
@@ -292,6 +298,8 @@ const chmodLike =
     for (const t of ops) {
       const crit = criticalTarget(an.env, an, t);
       if (crit && recursive) out.push(finding("deny", "hard-deny", `${verb} -R changes the whole of ${crit}`));
+      else if (recursive && holdsWorkspace(an, t))
+        out.push(finding("review", "protected-path", `${verb} -R changes ${t.value} and everything below, the workspace's .git and protected files included`));
       else out.push(judgeWrite(an.env, an.state, t, `${verb} changes`));
       if (verb === "chmod" && spec?.value && /x/.test(spec.value) && t.value) {
         if (isDownloaded(an.state, t.value)) out.push(finding("review", "remote-code", `chmod makes the downloaded ${t.value} executable`));
