@@ -351,7 +351,11 @@ function argvFindings(argv: readonly Arg[], source: SimpleCommand, pipedInput: b
 }
 
 function dispatch(inv: Invocation, an: Analyzer, fed: Arg[] | undefined): Finding[] {
-  return [...commandOptionFindings(inv, an), ...dispatchByName(inv, an, fed)];
+  const found = [...commandOptionFindings(inv, an), ...dispatchByName(inv, an, fed)];
+  // A build or test run executes the code of the directory it runs in (Makefile, build scripts).
+  if (found.some((f) => f.cls === "build") && isDownloaded(an.state, "."))
+    found.push(finding("review", "remote-code", `${inv.name} builds or runs code this command downloaded`));
+  return found;
 }
 
 function dispatchByName(inv: Invocation, an: Analyzer, fed: Arg[] | undefined): Finding[] {

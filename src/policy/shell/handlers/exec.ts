@@ -372,7 +372,10 @@ const socat: Handler = (inv, an) => {
 };
 
 /** make: a build, except targets that by convention serve, deploy or install outside the workspace. */
-const make: Handler = (inv) => {
+const make: Handler = (inv, an) => {
+  const dirs = optionValues(inv.args, ["-C", "-f"], ["--directory", "--file", "--makefile"]);
+  const fetched = dirs.find((d) => isDownloaded(an.state, d.value));
+  if (fetched) return [finding("review", "remote-code", `${inv.name} runs the build of ${fetched.value}, downloaded by this command`)];
   const targets = operands(inv.args, ["-C", "-f", "-j", "-l", "-o", "-W", "--directory", "--file", "--jobs"]).filter((a) => !a.value?.includes("="));
   if (targets.some((t) => t.value === null)) return [finding("contain", "inline-code", `${inv.name} with a target only known at run time`)];
   const outward = targets.find((t) => SERVING_SCRIPTS.makeTargets.has(t.value!));
