@@ -504,6 +504,8 @@ describe("credentials fetched over the network need review", () => {
     ["oc get secret,configmap -A", "review", "identity-secret"],
     ["kubectl get pods -n staging -o wide", "contain", "network"],
     ["kubectl describe secret db-creds", "contain", "network"],
+    ["kubectl config view --raw -o jsonpath='{.users[0].user.token}'", "review", "identity-secret"],
+    ["kubectl config view --minify", "contain", "network"],
     ["curl -s http://169.254.169.254/latest/meta-data/iam/security-credentials/", "review", "identity-secret"],
     ["wget -qO- http://metadata.google.internal/computeMetadata/v1/instance/", "review", "identity-secret"],
     ["python3 -c \"import urllib.request as u; u.urlopen('http://169.254.169.254/')\"", "review", "identity-secret"],

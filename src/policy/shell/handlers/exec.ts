@@ -447,6 +447,9 @@ const kubectl: Handler = (inv, an) => {
   const verb = words.findIndex((w) => w.value === "get" || w.value === "edit");
   const secret = verb >= 0 && words.slice(verb + 1).some((w) => w.value === null || w.value.split(",").some((r) => CLUSTER_SECRET_RESOURCE.test(r)));
   if (secret) return [finding("review", "identity-secret", `${inv.name} ${words[verb]!.value} may print the cluster's secrets`)];
+  // `config view` redacts credentials unless asked for them raw (or flattened with their data).
+  const configView = words[0]?.value === "config" && words[1]?.value === "view";
+  if (configView && hasFlag(inv.args, "", ["--raw", "--flatten"])) return [finding("review", "identity-secret", `${inv.name} config view prints the kubeconfig's credentials`)];
   return [finding("contain", "network", `${inv.name} reaches outside the workspace (network, other programs or machines)`)];
 };
 
