@@ -418,6 +418,8 @@ describe("writes land where they really land", () => {
     ["ln -s /etc/passwd p; echo 'r::0:0::/:/bin/sh' >> p", "review", "persistence"],
     ["sort -u -o ~/.bashrc ~/.bashrc", "review", "persistence"],
     ["go build -o ~/.local/bin/ls ./cmd/ls", "review", "persistence"],
+    ["ln -sf {{tmp}}/node /usr/local/bin/node", "review", "persistence"],
+    ["cp target/release/git ~/.cargo/bin/", "review", "persistence"],
     ["cp scripts/pre-commit .git/hooks/pre-commit", "review", "protected-path"],
     ["tar xf hooks.tar -C .git/hooks", "review", "protected-path"],
     ["echo '{}' > ~/.pi/agent/auto-mode.json", "deny", "self-protection"],
