@@ -447,6 +447,9 @@ describe("inline code is read for what no sandbox makes safe", () => {
     ["python3 -Bc \"import shutil; shutil.rmtree('src')\"", "review", "destructive"],
     ["perl -lane 'unlink $F[0]' list.txt", "review", "destructive"],
     ["perl -ne 'print if /TODO/' src/*.ts", "contain", "inline-code"],
+    ["ruby -e 'File.open(File.expand_path(\"~/.bashrc\"),\"a\"){|f| f.puts \"x\"}'", "review", "persistence"],
+    ["python3 -c \"open('.git/hooks/pre-commit','w').write('x')\"", "review", "persistence"],
+    ["node -e \"console.log(user.profile)\"", "contain", "inline-code"],
     ["python3 - <<'PY'\nimport os\nos.system('id')\nPY", "review", "dynamic-command"],
     ["node -e \"console.log(/v(\\d+)/.exec(process.version)[1])\"", "contain", "inline-code"],
   ]);

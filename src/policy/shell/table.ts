@@ -110,7 +110,7 @@ export interface OutputSpec {
 }
 export const OUTPUT_OPTIONS: ReadonlyMap<string, OutputSpec> = new Map(Object.entries(data.outputOptions) as Array<[string, OutputSpec]>);
 
-export type HazardReason = "identity-secret" | "destructive" | "dynamic-command" | "self-protection";
+export type HazardReason = "identity-secret" | "destructive" | "dynamic-command" | "self-protection" | "persistence";
 export interface CodeHazard {
   readonly reason: HazardReason;
   readonly re: RegExp;

@@ -128,6 +128,7 @@ function codeHazards(interpreter: string, code: string | null | undefined): Find
     destructive: "deletes files",
     "dynamic-command": "starts other programs",
     "self-protection": "names auto mode's own files",
+    persistence: "names a file that runs code at login, on a schedule or in git",
   }[hit.reason];
   return [finding("review", hit.reason, `${interpreter} inline code ${what}`)];
 }
