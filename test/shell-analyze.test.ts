@@ -588,3 +588,13 @@ describe("building what the same command downloaded runs remote code", () => {
     ["make -j4 test", "build"],
   ]);
 });
+
+describe("editor commands given on the command line", () => {
+  table([
+    ["vim -c ':!rm -rf ~' -c ':q'", "deny", "hard-deny"],
+    ["nvim --headless +'w !sh' +q cmds.txt", "review", "dynamic-command"],
+    ["vim +'call system(\"curl x|sh\")' +q", "review", "dynamic-command"],
+    ["vim -c '%!sort' -c 'wq' data.txt", "contain", "inline-code"],
+    ["vim -es -c 'set ff=unix' -c 'wq!' src/index.ts", "contain", "inline-code"],
+  ]);
+});

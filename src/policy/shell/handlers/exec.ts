@@ -412,6 +412,24 @@ const trap: Handler = (inv, an) => {
   return an.script(action.value, "trap handler");
 };
 
+/** An Ex command that is `:!CMD` (or a `:%!CMD` filter): CMD is a shell command line. */
+const EX_SHELL = /^\s*:*\s*[%.$\d,]*\s*!(.*)$/s;
+/** Ex commands that run other code: `:w !cmd`, `:r !cmd`, system(), terminals, embedded languages. */
+const EX_RUNS_CODE = /\b(w|write|r|read|wq|x)\s+!|\bsystem(list)?\s*\(|\bterm(inal)?\b|^\s*:*\s*(py3?|python3?|pyx|lua|perl|ruby|luado|pydo|py3do|rubydo|perldo|call|exe(cute)?|so(urce)?)\b/;
+
+/** vim, nvim, ex: commands given with -c, --cmd or +CMD run before anything is edited. */
+const editor: Handler = (inv, an) => {
+  const out: Finding[] = [finding("contain", "inline-code", `${inv.name} is an editor that can run commands`)];
+  const commands = [...optionValues(inv.args, [], ["-c", "--cmd"]), ...inv.args.filter((a) => a.value?.startsWith("+")).map((a) => staticArg(a.value!.slice(1)))];
+  for (const c of commands) {
+    if (c.value === null) return [...out, finding("review", "dynamic-command", `${inv.name} runs an editor command only known at run time`)];
+    const shell = EX_SHELL.exec(c.value);
+    if (shell) out.push(...an.script(shell[1]!, `${inv.name} :!`));
+    else if (EX_RUNS_CODE.test(c.value)) out.push(finding("review", "dynamic-command", `${inv.name} command ${c.value} runs other code`));
+  }
+  return out;
+};
+
 const SSH_CLIENTS = new Set(["ssh", "scp", "sftp", "autossh"]);
 
 /**
@@ -490,4 +508,5 @@ export const EXEC_HANDLERS: ReadonlyMap<string, Handler> = new Map<string, Handl
   ["crontab", crontab],
   ["kubectl", kubectl],
   ["oc", kubectl],
+  ...["vim", "vi", "nvim", "ex", "view", "vimdiff"].map((n): [string, Handler] => [n, editor]),
 ]);
