@@ -14,7 +14,7 @@ import { extractCommands, type Arg, type Link, type Redir, type SimpleCommand } 
 import {
   CODE_LOADING_ENV,
   COMMAND_ALIASES,
-  CREDENTIAL_ENDPOINT,
+  credentialEndpoint,
   DENY_PREFIXES,
   INTERPRETERS,
   NAMES_ONLY_READERS,
@@ -65,8 +65,12 @@ function analyzeScript(src: string, env: ShellEnv, outer: ScriptState | undefine
   for (const f of ex.functions) state.functions.add(f.name);
   state.words.push(...ex.words);
   // The instance metadata service hands any local process the machine's cloud credentials.
-  const endpoint = ex.words.find((w) => w.value !== null && CREDENTIAL_ENDPOINT.test(w.value));
-  if (endpoint) out.push(finding("review", "identity-secret", `names ${endpoint.value!.match(CREDENTIAL_ENDPOINT)![2]}, the cloud metadata endpoint that hands out this machine's credentials`));
+  for (const w of ex.words) {
+    const host = w.value === null ? undefined : credentialEndpoint(w.value);
+    if (host === undefined) continue;
+    out.push(finding("review", "identity-secret", `names ${host}, the cloud metadata endpoint that hands out this machine's credentials`));
+    break;
+  }
   // A variable named like a credential is a secret, wherever the script expands it.
   const secretVar = ex.expansions.find((n) => SECRET_VARIABLE.test(n));
   if (secretVar !== undefined) state.secretSource ??= `$${secretVar}`;

@@ -82,8 +82,14 @@ export const SECRET_PRINTERS: ReadonlySet<string> = new Set(data.secretPrinters)
 export const SECRET_VARIABLE: RegExp = new RegExp(data.secretVariablePattern, "i");
 
 const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-/** A word naming a host that hands out the machine's cloud credentials (instance metadata). */
-export const CREDENTIAL_ENDPOINT: RegExp = new RegExp(`(^|[^\\w.:-])(${data.credentialEndpoints.map(escapeRe).join("|")})(?![\\w.-])`, "i");
+const CREDENTIAL_ENDPOINT_RE = new RegExp(`(^|[^\\w.:-])(${data.credentialEndpoints.map(escapeRe).join("|")})(?![\\w.-])`, "i");
+/** The host a word names that hands out the machine's cloud credentials (instance metadata), if any. */
+export function credentialEndpoint(word: string): string | undefined {
+  // Substring checks first: this runs on every word of every command.
+  const lower = /[A-Z]/.test(word) ? word.toLowerCase() : word;
+  if (!data.credentialEndpoints.some((e) => lower.includes(e))) return undefined;
+  return CREDENTIAL_ENDPOINT_RE.exec(lower)?.[2];
+}
 /** kubectl resources whose `get` or `edit` prints credentials (`secret`, `secrets/db`, `secret,configmap`). */
 export const CLUSTER_SECRET_RESOURCE: RegExp = new RegExp(data.clusterSecretResources, "i");
 

@@ -49,6 +49,11 @@ export class Scope {
     this.positional = positional;
   }
 
+  /** Whether `sh -c` gave the script any parameters (most scripts have none). */
+  get hasParameters(): boolean {
+    return this.positional.length > 0;
+  }
+
   /** The argument bound to `$n`, if the script was given one. */
   parameter(n: number): Arg | undefined {
     return this.positionalVisible ? this.positional[n] : undefined;
@@ -208,7 +213,7 @@ function flatten(parts: readonly WordPart[]): Piece[] {
 
 function partsArg(parts: readonly WordPart[], text: string, scope: Scope): Arg {
   // A parameter bound to a path find selects keeps what is known about that path.
-  const n = soleParameter(parts);
+  const n = scope.hasParameters ? soleParameter(parts) : undefined;
   const bound = n === undefined ? undefined : scope.parameter(n);
   if (bound?.found) return { ...bound, text };
   let value: string | null = "";
