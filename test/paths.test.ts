@@ -849,6 +849,11 @@ describe("the gate's decision for odd paths", () => {
       assert.equal(routeOf("edit", { path: "src/util.ts", ...bad }).reason, "malformed-input", JSON.stringify(bad));
   });
 
+  test("a thread's environment is as secret as the process's", () => {
+    for (const path of ["/proc/self/environ", "/proc/self/task/1/environ", "/proc/1/task/1/environ", "file:///proc/thread-self/environ"])
+      assert.equal(routeOf("read", { path }).reason, "identity-secret", path);
+  });
+
   test("a write to the git hooks is reviewed as a protected path", () => {
     const d = routeOf("write", { path: ".git/hooks/pre-commit", content: "" });
     assert.deepEqual([d.route, d.reason], ["review", "protected-path"]);

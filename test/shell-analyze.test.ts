@@ -598,3 +598,12 @@ describe("editor commands given on the command line", () => {
     ["vim -es -c 'set ff=unix' -c 'wq!' src/index.ts", "contain", "inline-code"],
   ]);
 });
+
+describe("every spelling of a process environment is a secret", () => {
+  table([
+    ["cat /proc/self/task/*/environ", "review", "identity-secret"],
+    ["cat /proc/$$/environ", "review", "identity-secret"],
+    ["xargs -0 -n1 < /proc/1/task/1/environ", "review", "identity-secret"],
+    ["cat /proc/cpuinfo /proc/self/status", "read"],
+  ]);
+});

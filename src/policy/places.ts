@@ -187,8 +187,11 @@ export function classifyWrite(places: Places, lexical: string, real: string): Wr
 }
 
 /** Reading this path reads an identity secret (keys, tokens, credentials). */
+/** A process's environment (`/proc/self/environ`, `/proc/1/task/1/environ`): it holds the agent's API keys. */
+const PROCESS_ENVIRONMENT = /^\/proc\/(\d+|self|thread-self)(\/task\/\d+)?\/environ$/;
+
 export function isIdentitySecret(places: Places, lexical: string, real: string): boolean {
-  if (/^\/proc\/(\d+|self|thread-self)\/environ$/.test(real) || /^\/proc\/(\d+|self|thread-self)\/environ$/.test(lexical)) return true;
+  if (PROCESS_ENVIRONMENT.test(real) || PROCESS_ENVIRONMENT.test(lexical)) return true;
   return [lexical, real].some((p) => underAny(places.identitySecrets, p));
 }
 

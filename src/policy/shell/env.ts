@@ -223,6 +223,9 @@ export function writeFinding(env: ShellEnv, p: Located, shown: string, what: str
 
 /** The finding for reading a path argument: identity secrets need review. */
 export function judgeRead(env: ShellEnv, state: ScriptState, arg: Arg, recursive: boolean): Finding | undefined {
+  // `/proc/$$/environ`, `/proc/self/task/*/environ`: some process's environment, whichever it is.
+  if (arg.value === null ? /\/proc\/\S*\/environ\b/.test(arg.text) : arg.glob && /^\/proc\/.*\/environ$/.test(arg.value))
+    return finding("review", "identity-secret", `reads ${arg.text}, a process environment that holds credentials`);
   if (arg.value === null) {
     // A run-time path is built from the script's own words: if one names a secret, so may the path.
     const named = namesSecret(env, state);
