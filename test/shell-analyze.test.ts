@@ -607,3 +607,18 @@ describe("every spelling of a process environment is a secret", () => {
     ["cat /proc/cpuinfo /proc/self/status", "read"],
   ]);
 });
+
+describe("paths local git work writes outside the repository are judged", () => {
+  table([
+    ["git worktree add ../feature-x feature-x", "contain", "outside-writable-roots"],
+    ["git worktree add {{home}}/.config/autostart/x", "review", "persistence"],
+    ["git archive -o {{home}}/src.tar HEAD", "contain", "outside-writable-roots"],
+    ["git diff --output={{home}}/.bashrc", "review", "persistence"],
+    ["git init ../sibling", "contain", "outside-writable-roots"],
+    ["git checkout-index -a --prefix={{home}}/export/", "contain", "outside-writable-roots"],
+    ["git maintenance start", "review", "persistence"],
+    ["git worktree add .worktrees/feature feature", "git-local"],
+    ["git archive -o {{tmp}}/src.tar HEAD", "git-local"],
+    ["git format-patch -o patches/ HEAD~2", "git-local"],
+  ]);
+});

@@ -4,9 +4,9 @@
 import { existsSync } from "node:fs";
 import { isWithin } from "../../places.ts";
 import { basename, dirname, join } from "node:path";
-import { locate, markDownloaded, writeFinding } from "../env.ts";
+import { judgeWrite, locate, markDownloaded, writeFinding } from "../env.ts";
 import { finding, type Finding } from "../finding.ts";
-import { hasFlag, operands, staticArg, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
+import { hasFlag, operands, optionValues, staticArg, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
 import type { Arg } from "../parse.ts";
 import { GIT_SAFE_CONFIG_KEYS, PROTECTED_BRANCHES, SUBCOMMANDS } from "../table.ts";
 import { isRegenerableTarget } from "./files.ts";
@@ -84,6 +84,23 @@ function checkout(args: readonly Arg[], an: Analyzer): Finding {
   return finding("git-local", "git-local", "git checkout switches branches");
 }
 
+const INIT_VALUE_OPTIONS = ["--template", "--separate-git-dir", "-b", "--initial-branch", "--object-format", "--ref-format"];
+
+/**
+ * Paths a subcommand writes besides the repository: an archive, patches, a new worktree or
+ * repository, checked-out copies, `--output` of the diff family. Local git work runs outside the
+ * sandbox, so each is judged like any other write.
+ */
+function gitOutputs(sub: string, args: readonly Arg[]): Arg[] {
+  const out = optionValues(args, [], ["--output"]);
+  if (sub === "archive") out.push(...optionValues(args, ["-o"], []));
+  if (sub === "format-patch") out.push(...optionValues(args, ["-o"], ["--output-directory"]));
+  if (sub === "checkout-index") out.push(...optionValues(args, [], ["--prefix"]));
+  if (sub === "init") out.push(...operands(args, INIT_VALUE_OPTIONS).slice(0, 1), ...optionValues(args, [], ["--separate-git-dir"]));
+  if (sub === "worktree" && args[0]?.value === "add") out.push(...operands(args.slice(1), ["-b", "-B", "--reason"]).slice(0, 1));
+  return out;
+}
+
 function subcommand(sub: string, args: readonly Arg[], an: Analyzer, inv: Invocation): Finding[] {
   const has = (short: string, long: string[] = []) => hasFlag(args, short, long);
   const first = args[0]?.value;
@@ -136,6 +153,11 @@ function subcommand(sub: string, args: readonly Arg[], an: Analyzer, inv: Invoca
       return args.some((a) => /^--prune=(now|all)/.test(a.value ?? ""))
         ? [finding("review", "destructive", "git gc --prune=now deletes unreachable objects immediately")]
         : [finding("git-local", "git-local", "git packs its objects")];
+    case "maintenance":
+      // start and register schedule git runs through cron, launchd or systemd timers.
+      return first === "start" || first === "register"
+        ? [finding("review", "persistence", `git maintenance ${first} schedules recurring git runs`)]
+        : [finding("git-local", "git-local", "git maintains its repository")];
     case "worktree":
       if (first === "list") return [finding("read", "read-only", "git lists worktrees")];
       if (first === "remove" && has("f", ["--force"])) return [finding("review", "destructive", "git worktree remove --force deletes uncommitted work")];
@@ -220,6 +242,10 @@ export const git: Handler = (inv, an) => {
   if (sub === undefined) return [finding("read", "read-only", "git prints its usage"), ...out];
   if (sub === null) return [finding("review", "dynamic-command", "git subcommand only known at run time")];
   const found = subcommand(sub, inv.args.slice(i + 1), an, inv);
+  for (const o of gitOutputs(sub, inv.args.slice(i + 1))) {
+    const w = judgeWrite(an.env, an.state, o, `git ${sub} writes`);
+    if (w.cls !== "workspace-write") found.push(w);
+  }
   // Local git writes are only trusted outside the sandbox for the workspace repository, and
   // only while its hooks cannot be rewritten by the agent without review.
   const outsideCwd = an.state.cwds.some((c) => c === null || !isWithin(an.env.places.workspace, c));
