@@ -622,3 +622,11 @@ describe("paths local git work writes outside the repository are judged", () => 
     ["git format-patch -o patches/ HEAD~2", "git-local"],
   ]);
 });
+
+describe("~ after the = of an assignment-shaped argument is the home directory", () => {
+  table([
+    ["dd if=/dev/zero of=~/.bashrc bs=1 count=1", "review", "persistence"],
+    ["dd if=~/.ssh/id_ed25519 of=key.txt", "review", "identity-secret"],
+    ["git archive --output=~/.bashrc HEAD", "git-local"],
+  ]);
+});

@@ -328,6 +328,12 @@ describe("shell extraction: constructs the gate relies on", () => {
     assert.deepEqual(words("echo {a\\,b,c}"), [null], "an escaped comma is not followed");
   });
 
+  test("an argument shaped like an assignment expands ~ after = and after each :, as bash does", () => {
+    const words = (src: string) => only(src).commands[0]!.argv.slice(1).map((a) => a.value);
+    assert.deepEqual(words("dd of=~/.bashrc x=a:~/b"), [`of=${HOME}/.bashrc`, `x=a:${HOME}/b`]);
+    assert.deepEqual(words("git archive --output=~/x 'y=~/z' 1x=~/d"), ["archive", "--output=~/x", "y=~/z", "1x=~/d"]);
+  });
+
   test("variables the script sets unconditionally are known later; others are not", () => {
     const last = (src: string) => only(src).commands.at(-1)!.argv.slice(1).map((a) => a.value);
     assert.deepEqual(last("D=dist; rm -rf $D"), ["-rf", "dist"]);

@@ -192,10 +192,22 @@ function expandTilde(value: string, home: string): string {
   return dir + value.slice(user[0].length - user[2]!.length);
 }
 
+/**
+ * Tilde expansion of an unquoted word's leading text. A word shaped like an assignment
+ * (`of=~/.bashrc`, `X=a:~/b`) also expands after its `=` and after each `:`, as bash does
+ * for arguments too: `dd of=~/.bashrc` writes the home directory's file.
+ */
+function expandLeadingTildes(value: string, home: string): string {
+  const assignment = /^[A-Za-z_][A-Za-z0-9_]*=/.exec(value);
+  if (!assignment) return expandTilde(value, home);
+  const rest = value.slice(assignment[0].length);
+  return assignment[0] + rest.split(":").map((part) => expandTilde(part, home)).join(":");
+}
+
 export function wordArg(w: Word | ArrayValue | undefined, scope: Scope): Arg {
   if (!w) return { text: "", value: "", glob: false };
   if (w.type === "ArrayValue") return { text: "(...)", value: null, glob: false };
-  if (!w.parts) return { text: w.text, value: expandTilde(w.value, scope.home), glob: false };
+  if (!w.parts) return { text: w.text, value: expandLeadingTildes(w.value, scope.home), glob: false };
   return partsArg(w.parts, w.text, scope);
 }
 
@@ -230,7 +242,7 @@ function partsArg(parts: readonly WordPart[], text: string, scope: Scope): Arg {
       return;
     }
     // An unquoted leading "~" expands; a quoted one does not.
-    value += i === 0 && !quoted && p.type === "Literal" ? expandTilde(v, scope.home) : v;
+    value += i === 0 && !quoted && p.type === "Literal" ? expandLeadingTildes(v, scope.home) : v;
   });
   if (value !== null) return { text, value, glob };
   const within = known.endsWith("/") && !/\/./.test(rest) ? known.replace(/(.)\/+$/, "$1") : undefined;
