@@ -630,3 +630,14 @@ describe("~ after the = of an assignment-shaped argument is the home directory",
     ["git archive --output=~/.bashrc HEAD", "git-local"],
   ]);
 });
+
+describe("endless loops that leave background jobs behind are fork bombs", () => {
+  table([
+    ["while true; do sh -c 'sleep 1' & done", "deny", "hard-deny"],
+    ["until false; do yes > /dev/null & done", "deny", "hard-deny"],
+    ["for ((;;)); do sleep 9 & done", "deny", "hard-deny"],
+    ["while true; do sleep 5 & wait; done", "read"],
+    ["(while true; do date; sleep 1; done) &", "read"],
+    ["for i in 1 2 3; do sleep 1 & done; wait", "read"],
+  ]);
+});

@@ -81,6 +81,10 @@ function analyzeScript(src: string, env: ShellEnv, outer: ScriptState | undefine
     if (selfCalls.some((c) => c.background || c.pipeline >= 0)) out.push(finding("deny", "hard-deny", `fork bomb: function ${fn.name} spawns copies of itself`));
   }
 
+  // An endless loop that starts background jobs and never waits for them multiplies without bound too.
+  const spawning = ex.commands.find((c) => c.spawnedInLoop && !ex.commands.some((w) => w.endlessLoop === c.endlessLoop && w.argv[0]?.value === "wait"));
+  if (spawning) out.push(finding("deny", "hard-deny", "fork bomb: an endless loop starts background jobs without waiting for them"));
+
   const an: Analyzer = {
     env,
     state,

@@ -34,6 +34,10 @@ export interface SimpleCommand {
   readonly background: boolean;
   /** Position in a top-level `a && b || c` list, if the command is part of one. */
   readonly link: Link | undefined;
+  /** The endless loop (`while true`, `until false`, `for ((;;))`) whose body holds the command, if any. */
+  readonly endlessLoop: number | undefined;
+  /** Started in the background by a statement inside that loop (each iteration leaves one more running). */
+  readonly spawnedInLoop: boolean;
 }
 
 /**
@@ -83,6 +87,17 @@ interface Frame {
   readonly link: Link | undefined;
   /** Runs exactly once, in order, in the script's own shell: its assignments are certain. */
   readonly certain: boolean;
+  readonly endlessLoop: number | undefined;
+  readonly spawnedInLoop: boolean;
+}
+
+/** A loop condition that never ends the loop: `while true`, `while :`, `until false`, `for ((;;))`. */
+function isEndless(n: SyntaxNode): boolean {
+  if (n.type === "ArithmeticFor") return n.test === undefined;
+  if (n.type !== "While" || n.clause.commands.length !== 1) return false;
+  const c = n.clause.commands[0]!.command;
+  if (c.type !== "Command" || !c.name || c.args.length > 0 || c.redirects.length > 0) return false;
+  return n.kind === "until" ? c.name.value === "false" : c.name.value === "true" || c.name.value === ":";
 }
 
 /** Builtins that set the variables named by their arguments in ways the gate does not follow. */
@@ -169,7 +184,8 @@ export function extractCommands(src: string, opts: ExtractOptions): Extraction {
       const e = root.errors[0]!;
       return { ok: false, reason: `${e.message} at offset ${e.pos}` };
     }
-    const stack: Frame[] = [{ node: root, pipeline: -1, stage: 0, inSubstitution: false, inFunction: undefined, background: false, link: undefined, certain: true }];
+    const stack: Frame[] = [{ node: root, pipeline: -1, stage: 0, inSubstitution: false, inFunction: undefined, background: false, link: undefined, certain: true, endlessLoop: undefined, spawnedInLoop: false }];
+    let nextLoop = 0;
     while (stack.length > 0 && error === undefined) {
       const frame = stack.pop()!;
       const n = frame.node;
@@ -184,7 +200,11 @@ export function extractCommands(src: string, opts: ExtractOptions): Extraction {
           }
           break;
         case "Statement":
-          child = { ...frame, background: frame.background || n.background === true };
+          child = {
+            ...frame,
+            background: frame.background || n.background === true,
+            spawnedInLoop: frame.spawnedInLoop || (frame.endlessLoop !== undefined && n.background === true),
+          };
           break;
         case "Command": {
           const own = n.redirects.map(redir);
@@ -206,6 +226,8 @@ export function extractCommands(src: string, opts: ExtractOptions): Extraction {
             inFunction: frame.inFunction,
             background: frame.background,
             link: frame.link,
+            endlessLoop: frame.endlessLoop,
+            spawnedInLoop: frame.spawnedInLoop,
           });
           break;
         }
@@ -219,6 +241,9 @@ export function extractCommands(src: string, opts: ExtractOptions): Extraction {
           expansions.push(n.parameter);
           if (n.operation?.type === "Default" && (n.operation.operator === "=" || n.operation.operator === ":=")) scope.forget(n.parameter);
           break;
+        case "While":
+          if (isEndless(n)) child = { ...frame, endlessLoop: nextLoop++, spawnedInLoop: false };
+          break;
         case "For":
         case "Select":
           scope.forget(n.name.value);
@@ -231,6 +256,7 @@ export function extractCommands(src: string, opts: ExtractOptions): Extraction {
         case "ArithmeticExpansion":
           // `(( x = 1 ))`, `$(( i++ ))`: arithmetic may assign any variable.
           if (n.type === "ArithmeticFor" || /[^=!<>]=(?!=)|\+\+|--/.test(src.slice(n.pos, n.end))) scope.forgetAll();
+          if (n.type === "ArithmeticFor" && isEndless(n)) child = { ...frame, endlessLoop: nextLoop++, spawnedInLoop: false };
           break;
         case "Redirected":
           compoundRedirs.push(...n.redirects.map(redir));
