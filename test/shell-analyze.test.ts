@@ -641,3 +641,10 @@ describe("endless loops that leave background jobs behind are fork bombs", () =>
     ["for i in 1 2 3; do sleep 1 & done; wait", "read"],
   ]);
 });
+
+describe("xargs fed by printf of plain %s", () => {
+  table([
+    ["printf '%s\\0' ~ | xargs -0 rm -rf", "deny", "hard-deny"],
+    ["printf '%s\\n' src/a.ts src/b.ts | xargs wc -l", "read"],
+  ]);
+});

@@ -175,6 +175,8 @@ function xargsFeed(cmd: SimpleCommand, all: readonly SimpleCommand[]): Arg[] | u
   if (producer && name === "find" && !producer.argv.some((a) => a.value === null)) return foundPaths(producer.argv.slice(1));
   if (!producer || (name !== "echo" && name !== "printf") || producer.argv.some((a) => a.value === null)) return undefined;
   const words = producer.argv.slice(1).filter((a) => !/^-[neE]+$/.test(a.value ?? ""));
+  // `printf '%s\0' A B` prints its arguments, one per separator.
+  if (name === "printf" && /^(%s(\\[n0t]|\s)*)+$/.test(words[0]?.value ?? "")) return words.slice(1);
   if (name === "printf" && words.some((w) => w.value?.includes("%"))) return undefined;
   return words.flatMap((w) => splitWords((w.value ?? "").replace(/\\n/g, " ")));
 }
