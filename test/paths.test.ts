@@ -849,6 +849,13 @@ describe("the gate's decision for odd paths", () => {
       assert.equal(routeOf("edit", { path: "src/util.ts", ...bad }).reason, "malformed-input", JSON.stringify(bad));
   });
 
+  test("spellings a case-insensitive file system folds together reach auto mode's files and secrets", () => {
+    for (const path of ["~/.pi/agent/AUTO-MODE.json", "~/.pi/Agent/auto-mode/state.json", "~/.pi/agent/auto-mode.json.", "~/.pi/agent/auto-\u200Cmode.json"])
+      assert.equal(routeOf("write", { path, content: "{}" }).reason, "self-protection", path);
+    assert.equal(routeOf("read", { path: "~/.SSH/id_ed25519" }).reason, "identity-secret");
+    assert.equal(routeOf("read", { path: "~/.ssh-notes.txt" }).reason, "read-only");
+  });
+
   test("a thread's environment is as secret as the process's", () => {
     for (const path of ["/proc/self/environ", "/proc/self/task/1/environ", "/proc/1/task/1/environ", "file:///proc/thread-self/environ"])
       assert.equal(routeOf("read", { path }).reason, "identity-secret", path);

@@ -151,6 +151,17 @@ export function isHarmlessDevice(p: string): boolean {
 
 const underAny = (list: readonly string[], p: string) => list.some((entry) => isWithin(entry, p));
 
+/** A whole path with every component folded: how a case-insensitive, HFS+-style file system compares names. */
+const foldPath = (p: string) => p.split(sep).map(fold).join(sep);
+const foldedCache = new WeakMap<readonly string[], readonly string[]>();
+/** Under a listed location under any spelling a case-insensitive file system treats as the same. */
+function underAnyFolded(list: readonly string[], p: string): boolean {
+  let folded = foldedCache.get(list);
+  if (!folded) foldedCache.set(list, (folded = list.map(foldPath)));
+  const fp = foldPath(p);
+  return folded.some((entry) => isWithin(entry, fp));
+}
+
 /** Where a write to this path lands. `lexical` is the path before symlinks, `real` after. */
 export type WriteTarget =
   | { readonly kind: "self" }
@@ -165,7 +176,7 @@ export type WriteTarget =
 
 export function classifyWrite(places: Places, lexical: string, real: string): WriteTarget {
   const both = [lexical, real];
-  if (both.some((p) => underAny(places.selfProtected, p))) return { kind: "self" };
+  if (both.some((p) => underAnyFolded(places.selfProtected, p))) return { kind: "self" };
   if (both.some(isHarmlessDevice)) return { kind: "harmless-device" };
   if (both.some(isRawDevice)) return { kind: "raw-device" };
   if (places.gitDirs.some((g) => isWithin(g, real))) return { kind: "protected", entry: ".git" };
@@ -192,7 +203,7 @@ const PROCESS_ENVIRONMENT = /^\/proc\/(\d+|self|thread-self)(\/task\/\d+)?\/envi
 
 export function isIdentitySecret(places: Places, lexical: string, real: string): boolean {
   if (PROCESS_ENVIRONMENT.test(real) || PROCESS_ENVIRONMENT.test(lexical)) return true;
-  return [lexical, real].some((p) => underAny(places.identitySecrets, p));
+  return [lexical, real].some((p) => underAnyFolded(places.identitySecrets, p));
 }
 
 /** A recursive read of this directory would read identity secrets below it. */
