@@ -11,7 +11,7 @@ import { compileRule } from "../src/policy/rules.ts";
 import type { RuleSpec } from "../src/policy/config/schema.ts";
 import { BACKENDS, CLASS_RANK, type CommandClass, type ReasonCode, type Route } from "../src/policy/types.ts";
 
-const KINDS: readonly ToolKind[] = ["bash", "file", "other"];
+const KINDS: readonly ToolKind[] = ["bash", "file", "uncontained-shell", "other"];
 const CLASSES = Object.keys(CLASS_RANK) as CommandClass[];
 
 type Row = readonly [Route, Route, Route]; // sandboxed, review-only, unavailable
@@ -40,6 +40,18 @@ const EXPECTED: Readonly<Record<ToolKind, Readonly<Record<CommandClass, Row>>>> 
     review: ["review", "review", "review"],
     deny: ["deny", "deny", "deny"],
   },
+  // PowerShell: never on the host while a sandbox is (or should be) in place, whatever its class.
+  "uncontained-shell": {
+    read: ["deny", "allow", "deny"],
+    "workspace-write": ["deny", "allow", "deny"],
+    cleanup: ["deny", "allow", "deny"],
+    "git-local": ["deny", "allow", "deny"],
+    trusted: ["deny", "allow", "deny"],
+    build: ["deny", "allow", "deny"],
+    contain: ["deny", "review", "deny"],
+    review: ["deny", "review", "deny"],
+    deny: ["deny", "deny", "deny"],
+  },
   other: {
     read: ["allow", "allow", "allow"],
     "workspace-write": ["allow", "allow", "allow"],
@@ -66,7 +78,7 @@ const REASON: Readonly<Record<CommandClass, ReasonCode>> = {
   deny: "hard-deny",
 };
 
-const TOOL: Readonly<Record<ToolKind, string>> = { bash: "bash", file: "write", other: "mcp__srv__tool" };
+const TOOL: Readonly<Record<ToolKind, string>> = { bash: "bash", file: "write", "uncontained-shell": "powershell", other: "mcp__srv__tool" };
 
 function judgement(kind: ToolKind, cls: CommandClass, overrides: Partial<Judgement> = {}): Judgement {
   const tool = TOOL[kind];
@@ -105,7 +117,15 @@ describe("route table", () => {
           const d = route(judgement(kind, cls), backend, config());
           assert.equal(d.route, expected);
           const reason: ReasonCode =
-            cls === "deny" ? "hard-deny" : kind === "bash" && backend === "unavailable" ? "sandbox-unavailable" : expected === "sandbox" ? "sandboxed" : REASON[cls];
+            cls === "deny"
+              ? "hard-deny"
+              : kind === "bash" && backend === "unavailable"
+                ? "sandbox-unavailable"
+                : kind === "uncontained-shell" && backend !== "review-only"
+                  ? "uncontained-shell"
+                  : expected === "sandbox"
+                    ? "sandboxed"
+                    : REASON[cls];
           assert.equal(d.reason, reason);
           assert.match(d.message, /^\S.*[.!?]$/s, "one sentence, ending in punctuation");
         });
@@ -272,3 +292,13 @@ describe("route: what comes before the table", () => {
 function pick(d: { route: Route; reason: ReasonCode }): [Route, ReasonCode] {
   return [d.route, d.reason];
 }
+
+describe("P7: PowerShell never runs uncontained where a sandbox exists", () => {
+  test("a review rule cannot turn it into a reviewer's allow; only the user's allow rule runs it", () => {
+    const j = judgement("uncontained-shell", "review");
+    assert.equal(route(j, "sandboxed", config({ review: [{ tool: "powershell" }] })).route, "deny");
+    assert.equal(route(j, "sandboxed", config({ allow: [{ tool: "powershell" }] })).route, "allow");
+    assert.equal(route(j, "sandboxed", config({ allow: [{ tool: "powershell" }], deny: [{ tool: "powershell" }] })).route, "deny");
+    assert.equal(route(j, "review-only", config()).route, "review");
+  });
+});

@@ -12,7 +12,8 @@ import { extractCommands } from "./shell/parse.ts";
 import type { CommandClass, ReasonCode } from "./types.ts";
 
 /** Which routing table applies: bash can be sandboxed, file tools cannot. */
-export type ToolKind = "bash" | "file" | "other";
+/** Which routing table applies: bash can be sandboxed, file tools cannot, PowerShell runs only on the host. */
+export type ToolKind = "bash" | "file" | "uncontained-shell" | "other";
 
 export interface Judgement {
   readonly kind: ToolKind;
@@ -25,6 +26,8 @@ export interface Judgement {
 /** Built-in tools that only read, and tools that only run other (gated) tool calls. */
 const READ_TOOLS = new Set(["read", "grep", "find", "ls"]);
 const CONTAINER_TOOLS = new Set(["codemode", "tool_search"]);
+/** Pi's other shell: its commands cannot be parsed here, and nothing runs them in the sandbox. */
+const UNCONTAINED_SHELLS = new Set(["powershell"]);
 
 const isString = (v: unknown): v is string => typeof v === "string";
 const isOptional = (v: unknown, check: (x: unknown) => boolean) => v === undefined || check(v);
@@ -117,6 +120,14 @@ export function judge(req: CanonicalRequest, ctx: JudgeContext): Judgement {
     }
     return judgeFileWrite(tool, p.raw, p.lexical, p.real, ctx, subject);
   }
+  if (UNCONTAINED_SHELLS.has(tool))
+    return {
+      kind: "uncontained-shell",
+      cls: "review",
+      reason: "uncontained-shell",
+      detail: `${tool} runs commands the gate cannot read, on the host, outside the OS sandbox`,
+      subject: { tool, commands: [], paths: [] },
+    };
   if (CONTAINER_TOOLS.has(tool))
     return { kind: "other", cls: "read", reason: "gated-container", detail: `${tool} only runs other tool calls, and each passes the gate on its own`, subject: { tool, commands: [], paths: [] } };
   const mcp = tool.startsWith("mcp__");

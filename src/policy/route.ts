@@ -61,6 +61,10 @@ export function route(j: Judgement, backend: Backend, config: ConfigResult): Dec
   if (j.cls === "deny") return decision("deny", j.reason, sentence(j.detail));
   const deny = firstMatch(config.config.deny, j.subject);
   if (deny) return decision("deny", "user-deny-rule", sentence(`matches the deny rule ${deny.label}${deny.reason ? `: ${deny.reason}` : ""}`));
+  // Where a sandbox exists (or should), shell commands run only through it: a reviewer's allow must
+  // never become an uncontained PowerShell run (P7). Only the user's own allow rule can permit it.
+  if (j.kind === "uncontained-shell" && backend !== "review-only" && !allowedByRules(j, config))
+    return decision("deny", "uncontained-shell", sentence(`${j.detail}; with an OS sandbox in place auto mode runs shell commands only through bash`));
   const review = firstMatch(config.config.review, j.subject);
   if (review) {
     if (j.kind === "bash" && backend === "unavailable") return unavailable();

@@ -66,6 +66,7 @@ export type ReasonCode =
   | "git-config"
   | "git-hooks"
   | "sandbox-escalation"
+  | "uncontained-shell"
   | "network"
   | "inline-code"
   | "unknown-command"
