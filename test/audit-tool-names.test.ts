@@ -32,7 +32,7 @@ after(async () => {
 });
 
 describe("audit: tool names", () => {
-  test("Pi's powershell tool is judged as an unknown tool (reviewed), and without a reviewer it never runs", async () => {
+  test("Pi's powershell tool is a shell the sandbox cannot contain: reviewed without a sandbox, and without a reviewer it never runs", async () => {
     const h = await startPi({ tools: ["read", "powershell"] });
     harnesses.push(h);
     assert.ok(h.session.getAllTools().some((t) => t.name === "powershell"), "Pi offers the powershell tool");
@@ -40,7 +40,8 @@ describe("audit: tool names", () => {
     await h.session.prompt("make a file");
     const d = decisions(h)[0];
     assert.equal(d?.tool, "powershell");
-    assert.equal(d?.reason, "unknown-tool");
+    assert.equal(d?.route, "review");
+    assert.equal(d?.reason, "uncontained-shell");
     assert.equal(d?.outcome, "denied");
     assert.equal(existsSync(join(h.cwd, "pwned.txt")), false);
     assert.match(toolResults(h.session)[0]?.text ?? "", /automatic policy \(not by the user\)/);
