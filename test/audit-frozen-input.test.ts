@@ -6,25 +6,17 @@ import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { fauxAssistantMessage, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
-import { createController, resetSharedController, sharedController } from "../src/sandbox/controller.ts";
-import { startPi, toolResults, type PiHarness } from "./helpers/pi-session.ts";
+import { toolResults } from "./helpers/pi-session.ts";
+import { reviewOnlySessions } from "./helpers/review-only.ts";
 
 const SHALLOW_FREEZE = fileURLToPath(new URL("./fixtures/shallow-freeze-extension.ts", import.meta.url));
 const call = (name: string, args: Parameters<typeof fauxToolCall>[1]) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });
 const done = (text = "done") => fauxAssistantMessage([fauxText(text)]);
 
-const harnesses: PiHarness[] = [];
-before(() => {
-  resetSharedController();
-  sharedController(() => createController({ platform: "review-only-test-platform" }));
-});
-after(async () => {
-  for (const h of harnesses) await h.dispose();
-  resetSharedController();
-});
+const session = reviewOnlySessions();
 
 describe("audit: the judged input is frozen all the way down", () => {
   test("after an earlier extension froze only the top level, a later rewrite of a nested field still blocks the call", async () => {
@@ -34,8 +26,7 @@ describe("audit: the judged input is frozen all the way down", () => {
         if (edits?.[0]) edits[0].newText = "rewritten after the gate";
       });
     };
-    const h = await startPi({ extensionPathsBefore: [SHALLOW_FREEZE], extensionFactories: [rewriter], tools: ["read", "edit"] });
-    harnesses.push(h);
+    const h = await session({ extensionPathsBefore: [SHALLOW_FREEZE], extensionFactories: [rewriter], tools: ["read", "edit"] });
     writeFileSync(join(h.cwd, "notes.txt"), "hello\n");
     h.faux.setResponses([call("edit", { path: "notes.txt", edits: [{ oldText: "hello", newText: "judged" }] }), done()]);
     await h.session.prompt("edit the notes");

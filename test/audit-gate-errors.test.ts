@@ -4,15 +4,16 @@
 
 import assert from "node:assert/strict";
 import { tmpdir } from "node:os";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { fauxAssistantMessage, fauxProvider, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
 import type { ExtensionAPI, ExtensionToolContext, ExtensionUIContext } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
 import { processGlobalState } from "../src/state/global.ts";
 import { createAdmissionBook } from "../src/sandbox/admission.ts";
-import { createController, resetSharedController, sharedController } from "../src/sandbox/controller.ts";
+import { createController } from "../src/sandbox/controller.ts";
 import { createSandboxedBashTool } from "../src/tools/bash.ts";
-import { startPi, toolResults, type PiHarness } from "./helpers/pi-session.ts";
+import { toolResults } from "./helpers/pi-session.ts";
+import { reviewOnlySessions } from "./helpers/review-only.ts";
 import { recordingUi } from "./helpers/ui.ts";
 import { DEFAULT_LIMITS, runReview, type ReviewerModels } from "../src/review/engine.ts";
 import { createReviewService } from "../src/review/service.ts";
@@ -22,15 +23,7 @@ const call = (name: string, args: Parameters<typeof fauxToolCall>[1]) => fauxAss
 const done = (text = "done") => fauxAssistantMessage([fauxText(text)]);
 const TOKEN = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
 
-const harnesses: PiHarness[] = [];
-before(() => {
-  resetSharedController();
-  sharedController(() => createController({ platform: "review-only-test-platform" }));
-});
-after(async () => {
-  for (const h of harnesses) await h.dispose();
-  resetSharedController();
-});
+const session = reviewOnlySessions();
 
 describe("audit: a failure inside the gate denies in auto mode's words", () => {
   test("a status line that throws (with a secret in its message) denies the call with a redacted policy text", async () => {
@@ -43,8 +36,7 @@ describe("audit: a failure inside the gate denies in auto mode's words", () => {
         rec.ui.setStatus(key, text);
       },
     } as ExtensionUIContext;
-    const h = await startPi({ uiContext: ui, mode: "rpc", tools: ["read", "ls"] });
-    harnesses.push(h);
+    const h = await session({ uiContext: ui, mode: "rpc", tools: ["read", "ls"] });
     broken = true;
     h.faux.setResponses([call("ls", {}), done()]);
     await h.session.prompt("list");
@@ -109,8 +101,7 @@ describe("audit: the session ends while a review is pending", () => {
         },
       });
     };
-    const h = await startPi({ extensionFactories: [ext], tools: ["read", "deploy_service"] });
-    harnesses.push(h);
+    const h = await session({ extensionFactories: [ext], tools: ["read", "deploy_service"] });
     await processGlobalState(h.agentDir).setReviewer({ provider: "judge", model: "judge-1", thinking: "off" });
     let signal: AbortSignal | undefined;
     judge.setResponses([

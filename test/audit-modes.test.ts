@@ -3,12 +3,12 @@
 // around the session tree brought back onto the branch (P2).
 
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { fauxAssistantMessage, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
 import { DECISION_ENTRY_TYPE, type DecisionRecord } from "../src/audit/decision-record.ts";
-import { createController, resetSharedController, sharedController } from "../src/sandbox/controller.ts";
 import { processGlobalState } from "../src/state/global.ts";
-import { startPi, type PiHarness } from "./helpers/pi-session.ts";
+import { type PiHarness } from "./helpers/pi-session.ts";
+import { reviewOnlySessions } from "./helpers/review-only.ts";
 
 const call = (name: string, args: Parameters<typeof fauxToolCall>[1]) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });
 const done = (text = "done") => fauxAssistantMessage([fauxText(text)]);
@@ -17,20 +17,11 @@ function decisions(h: PiHarness): DecisionRecord[] {
   return h.session.sessionManager.getEntries().flatMap((e) => (e.type === "custom" && e.customType === DECISION_ENTRY_TYPE ? [e.data as DecisionRecord] : []));
 }
 
-const harnesses: PiHarness[] = [];
-before(() => {
-  resetSharedController();
-  sharedController(() => createController({ platform: "review-only-test-platform" }));
-});
-after(async () => {
-  for (const h of harnesses) await h.dispose();
-  resetSharedController();
-});
+const session = reviewOnlySessions();
 
 describe("audit: unrestricted is never restored from a branch the runtime has left", () => {
   test("/perm unrestricted, /perm auto, back up the tree past the auto entry, reload: still auto", async () => {
-    const h = await startPi({ tools: ["read", "bash"] });
-    harnesses.push(h);
+    const h = await session({ tools: ["read", "bash"] });
     await h.session.prompt("/perm unrestricted");
     h.faux.setResponses([done("hi")]);
     await h.session.prompt("hello");
@@ -56,8 +47,7 @@ describe("audit: unrestricted is never restored from a branch the runtime has le
   });
 
   test("an unrestricted runtime that moves to a branch from before /perm unrestricted is still unrestricted after its reload", async () => {
-    const h = await startPi({ tools: ["read", "bash"] });
-    harnesses.push(h);
+    const h = await session({ tools: ["read", "bash"] });
     h.faux.setResponses([done("hi")]);
     await h.session.prompt("hello");
     const answer = h.session.sessionManager.getLeafEntry();

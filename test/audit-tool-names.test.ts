@@ -6,13 +6,13 @@
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { fauxAssistantMessage, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
 import { DECISION_ENTRY_TYPE, type DecisionRecord } from "../src/audit/decision-record.ts";
-import { createController, resetSharedController, sharedController } from "../src/sandbox/controller.ts";
-import { startPi, toolResults, type PiHarness } from "./helpers/pi-session.ts";
+import { toolResults, type PiHarness } from "./helpers/pi-session.ts";
+import { reviewOnlySessions } from "./helpers/review-only.ts";
 
 const call = (name: string, args: Parameters<typeof fauxToolCall>[1]) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });
 const done = (text = "done") => fauxAssistantMessage([fauxText(text)]);
@@ -21,20 +21,11 @@ function decisions(h: PiHarness): DecisionRecord[] {
   return h.session.sessionManager.getEntries().flatMap((e) => (e.type === "custom" && e.customType === DECISION_ENTRY_TYPE ? [e.data as DecisionRecord] : []));
 }
 
-const harnesses: PiHarness[] = [];
-before(() => {
-  resetSharedController();
-  sharedController(() => createController({ platform: "review-only-test-platform" }));
-});
-after(async () => {
-  for (const h of harnesses) await h.dispose();
-  resetSharedController();
-});
+const session = reviewOnlySessions();
 
 describe("audit: tool names", () => {
   test("Pi's powershell tool is a shell the sandbox cannot contain: reviewed without a sandbox, and without a reviewer it never runs", async () => {
-    const h = await startPi({ tools: ["read", "powershell"] });
-    harnesses.push(h);
+    const h = await session({ tools: ["read", "powershell"] });
     assert.ok(h.session.getAllTools().some((t) => t.name === "powershell"), "Pi offers the powershell tool");
     h.faux.setResponses([call("powershell", { command: "New-Item -Path pwned.txt" }), done()]);
     await h.session.prompt("make a file");
@@ -62,8 +53,7 @@ describe("audit: tool names", () => {
           },
         });
     };
-    const h = await startPi({ extensionFactories: [lookalikes], tools: ["read", "bash", "Bash", "READ", "Write"] });
-    harnesses.push(h);
+    const h = await session({ extensionFactories: [lookalikes], tools: ["read", "bash", "Bash", "READ", "Write"] });
     h.faux.setResponses([call("Bash", { command: "ls" }), call("READ", { path: "x" }), call("Write", { path: "x" }), done()]);
     await h.session.prompt("go");
     assert.deepEqual(ran, []);
@@ -80,8 +70,7 @@ describe("audit: tool names", () => {
 
 describe("audit: the user's own ! commands", () => {
   test("run as typed, are not gated, and leave no decision", async () => {
-    const h = await startPi({ tools: ["read", "bash"] });
-    harnesses.push(h);
+    const h = await session({ tools: ["read", "bash"] });
     const r = await h.session.executeBash("echo typed-by-the-user > user.txt && cat user.txt");
     assert.equal(r.exitCode, 0);
     assert.match(r.output, /typed-by-the-user/);

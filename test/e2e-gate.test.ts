@@ -4,14 +4,14 @@
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, describe, test } from "node:test";
+import { after, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
 import { createCodemodeExtension, type ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
 import { DECISION_ENTRY_TYPE, type DecisionRecord } from "../src/audit/decision-record.ts";
 import { processGlobalState } from "../src/state/global.ts";
-import { createController, resetSharedController, sharedController } from "../src/sandbox/controller.ts";
-import { startPi, toolResults, type PiHarness } from "./helpers/pi-session.ts";
+import { toolResults, type PiHarness } from "./helpers/pi-session.ts";
+import { reviewOnlySessions } from "./helpers/review-only.ts";
 import { recordingUi } from "./helpers/ui.ts";
 
 const call = (name: string, args: Parameters<typeof fauxToolCall>[1]) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });
@@ -25,19 +25,8 @@ function decisions(pi: PiHarness): DecisionRecord[] {
 
 // These tests judge the gate under the review-only backend (a platform without an OS sandbox);
 // the sandboxed backend has its own end-to-end tests in sandbox-e2e.test.ts.
-before(() => {
-  resetSharedController();
-  sharedController(() => createController({ platform: "review-only-test-platform" }));
-});
-
-const harnesses: PiHarness[] = [];
-async function pi(opts: Parameters<typeof startPi>[0]): Promise<PiHarness> {
-  const h = await startPi(opts);
-  harnesses.push(h);
-  return h;
-}
-after(async () => {
-  for (const h of harnesses) await h.dispose();
+const pi = reviewOnlySessions();
+after(() => {
   processGlobalState().setEnabled(true);
 });
 
