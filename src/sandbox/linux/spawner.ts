@@ -29,14 +29,21 @@ export interface Spawner {
 const START_TIMEOUT_MS = 10_000;
 const CLOSE_TIMEOUT_MS = 2_000;
 
-/** The helper's entry file, as TypeScript from the sources or JavaScript from the build. */
-function entry(): URL {
-  return new URL(import.meta.url.endsWith(".ts") ? "./spawner-main.ts" : "./spawner-main.js", import.meta.url);
+/**
+ * The helper's entry file: JavaScript from the build, or TypeScript from the sources. Node strips
+ * types only outside node_modules, so an installed package (Pi loads its sources through jiti)
+ * runs the helper from its build in dist/.
+ */
+export function spawnerEntry(moduleUrl: string = import.meta.url): URL {
+  if (!moduleUrl.endsWith(".ts")) return new URL("./spawner-main.js", moduleUrl);
+  const source = new URL("./spawner-main.ts", moduleUrl);
+  if (!source.pathname.includes("/node_modules/")) return source;
+  return new URL(source.href.replace(/\/src\/sandbox\/linux\/spawner-main\.ts$/, "/dist/sandbox/linux/spawner-main.js"));
 }
 
 export async function startSpawner(cgroupDir: string | undefined): Promise<Spawner> {
   const cgroupProcs = cgroupDir === undefined ? undefined : join(cgroupDir, "cgroup.procs");
-  const child: ChildProcess = fork(entry(), cgroupDir === undefined ? [] : [cgroupDir], {
+  const child: ChildProcess = fork(spawnerEntry(), cgroupDir === undefined ? [] : [cgroupDir], {
     serialization: "advanced",
     stdio: ["ignore", "ignore", "inherit", "ipc"],
     execArgv: [],
