@@ -7,6 +7,10 @@
 // - redteam.jsonl: labelled blind, before the gate was read: path spellings, secrets,
 //   exfiltration, persistence, destruction, obfuscation, privilege, self-disabling, MCP and
 //   malformed input.
+// - redteam2.jsonl: labelled blind, a second round: long multi-line agent scripts, monorepo and
+//   build tools, local databases, editors run non-interactively, archives, version and dotfile
+//   managers, git plumbing, gh api, /proc/self/cwd and link games, container host access,
+//   credential helpers and password managers, clipboard exfiltration, read-looking MCP tools.
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -26,6 +30,7 @@ interface CorpusSpec {
 const CORPORA: readonly CorpusSpec[] = [
   { name: "generalization.jsonl", minCases: 150, minPerLabel: 20, minTools: 6 },
   { name: "redteam.jsonl", minCases: 300, minPerLabel: 25, minTools: 10 },
+  { name: "redteam2.jsonl", minCases: 150, minPerLabel: 15, minTools: 3 },
 ];
 
 let w: EvalWorkspace;

@@ -76,6 +76,9 @@ export const REGENERABLE_FILES: readonly { readonly pattern: string; readonly re
   re: globToRegExp(p.toLowerCase()),
 }));
 
+/** Container runtimes and the run options that reach past the OS sandbox to the host. */
+export const CONTAINER_HOST_ACCESS = data.containerHostAccess;
+
 export const NETWORK_TOOLS: ReadonlySet<string> = new Set(data.networkTools);
 export const SECRET_PRINTERS: ReadonlySet<string> = new Set(data.secretPrinters);
 /** Variable names that hold credentials by convention (GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY). */

@@ -2,12 +2,14 @@
 // xargs and friends, and commands that reach the network.
 
 import { basename } from "node:path";
+import { isWithin } from "../../places.ts";
 import { isDownloaded, isSecretishFile, judgeRead, judgeWrite, locate, markDownloaded } from "../env.ts";
 import { finding, type Finding } from "../finding.ts";
 import { hasFlag, operands, optionValues, staticArg, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
 import type { Arg } from "../parse.ts";
 import {
   CLUSTER_SECRET_RESOURCE,
+  CONTAINER_HOST_ACCESS,
   COMMAND_ALIASES,
   COMMAND_OPTIONS,
   INLINE_CODE_HAZARDS,
@@ -174,6 +176,10 @@ export function packageManager(tool: string): Handler {
     }
     if (tool === "npm" && (name === "config" || name === "c") && ["get", "list", "ls"].includes(rest[0]?.value ?? ""))
       return [finding("read", "read-only", "npm reads its configuration")];
+    if (CONTAINER_HOST_ACCESS.tools.includes(tool) && CONTAINER_HOST_ACCESS.subcommands.includes(name)) {
+      const escape = containerHostAccess(rest, an);
+      if (escape) return [finding("review", "privilege", `${tool} ${name} ${escape}`)];
+    }
     const phrase = longestPhrase(table.byName, name, rest);
     const script = name === "run" || name === "run-script" ? rest[0]?.value : name;
     if (SERVING_SCRIPTS.runners.has(tool) && script && SERVING_SCRIPTS.names.has(script.split(":")[0]!))
@@ -186,6 +192,32 @@ export function packageManager(tool: string): Handler {
     const uploads = NETWORK_TOOLS.has(tool) ? judgeReadOperands(after, an, false) : [];
     return [finding(cls, reason, `${tool} ${phrase}`), ...outputFindings(after, an), ...uploads];
   };
+}
+
+/**
+ * A container runtime's daemon runs outside the OS sandbox: host namespaces, devices, added
+ * capabilities, or a bind mount of anything outside the writable roots give the container the host.
+ * Returns what does so, if anything. Stops at the image name (what follows is the container's command).
+ */
+function containerHostAccess(args: readonly Arg[], an: Analyzer): string | undefined {
+  const spec = CONTAINER_HOST_ACCESS;
+  for (let i = 0; i < args.length; i++) {
+    const v = args[i]!.value;
+    if (v === null) return "with an option only known at run time";
+    if (!v.startsWith("-")) break;
+    const [opt, attached] = v.startsWith("--") ? [v.split("=")[0]!, v.includes("=") ? v.slice(v.indexOf("=") + 1) : undefined] : [v.slice(0, 2), v.length > 2 ? v.slice(2) : undefined];
+    if (spec.options.includes(v) || spec.options.includes(opt)) return `with ${v}, which reaches the host`;
+    if (!spec.mountOptions.includes(opt)) continue;
+    const value = attached ?? args[++i]?.value;
+    if (value === null || value === undefined) return "with a mount only known at run time";
+    const source = opt === "--mount" ? /(?:^|,)(?:source|src)=([^,]*)/.exec(value)?.[1] : value.split(":")[0];
+    // A named volume (no slash) lives in the runtime's own storage.
+    if (source === undefined || (!source.includes("/") && !source.startsWith("~") && source !== "." && source !== "..")) continue;
+    const where = locate(an.state, source.startsWith("~") ? an.env.places.home + source.slice(1) : source);
+    const inside = where?.every((p) => isWithin(an.env.places.workspace, p.real) || isWithin(an.env.places.tmpRoot, p.real));
+    if (!inside) return `mounts ${source}, outside the writable roots`;
+  }
+  return undefined;
 }
 
 /** `gh auth token`, `gcloud auth print-access-token`: tables may name a subcommand of a subcommand. */
@@ -252,6 +284,7 @@ export function xargs(fed: readonly Arg[] | undefined): Handler {
       }
       if (!v.startsWith("-")) break;
       if (v === "-I") replace = inv.args[i + 1]?.value ?? undefined;
+      else if (v.startsWith("-I")) replace = v.slice(2); // `-I{}`: the string is attached
       else if (v.startsWith("-i")) replace = v.slice(2) || "{}";
       else if (v.startsWith("--replace")) replace = v.includes("=") ? v.slice(10) : "{}";
       if (valueOpts.includes(v)) i++;
