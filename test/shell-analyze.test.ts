@@ -648,3 +648,34 @@ describe("xargs fed by printf of plain %s", () => {
     ["printf '%s\\n' src/a.ts src/b.ts | xargs wc -l", "read"],
   ]);
 });
+
+describe("/proc/self/cwd and /proc/self/root name the command's own cwd and root", () => {
+  table([
+    ["echo x > /proc/self/cwd/.git/hooks/post-checkout", "review", "protected-path"],
+    ["echo x > /proc/thread-self/cwd/src/new.ts", "workspace-write"],
+    ["cd ~/.pi/agent && echo '{}' > /proc/self/cwd/auto-mode.json", "deny"],
+    ["echo x >> /proc/self/root{{home}}/.bashrc", "review", "persistence"],
+    ["echo x > /proc/1/cwd/notes.txt", "contain"],
+    ["cat /proc/self/cwd/package.json", "read"],
+  ]);
+});
+
+describe("xargs -I with the replace string attached", () => {
+  table([
+    ["git ls-files | xargs -I{} sh -c 'rm -f \"{}\"'", "review"],
+    ["echo src/util.ts | xargs -I{} cp {} build/", "workspace-write"],
+  ]);
+});
+
+describe("container run options that reach past the sandbox to the host", () => {
+  table([
+    ["docker run --rm -v /:/host alpine chroot /host sh", "review", "privilege"],
+    ["docker run --privileged alpine sh", "review", "privilege"],
+    ["podman run --pid=host alpine ps", "review", "privilege"],
+    ["docker run --mount type=bind,source=/etc,target=/x alpine ls", "review", "privilege"],
+    ["docker run -v ~/.ssh:/keys alpine ls", "review", "privilege"],
+    ["docker run --rm -v {{ws}}/src:/app/src node:22 node --test", "contain"],
+    ["docker run --rm -v cache:/root/.cache alpine true", "contain"],
+    ["docker build -t demo .", "contain"],
+  ]);
+});
