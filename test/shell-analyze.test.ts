@@ -679,3 +679,23 @@ describe("container run options that reach past the sandbox to the host", () => 
     ["docker build -t demo .", "contain"],
   ]);
 });
+
+describe("/proc/self/cwd/.. climbs out of the cwd, not back into /proc/self", () => {
+  table([
+    ["cat /proc/self/cwd/../home/.ssh/id_ed25519", "review", "identity-secret"],
+    ["cat /proc/self/root{{home}}/.ssh/id_ed25519", "review", "identity-secret"],
+  ]);
+});
+
+describe("monorepo task runners: tasks that by convention serve, publish or deploy reach outside", () => {
+  table([
+    ["npx lerna publish from-package --yes", "contain", "network"],
+    ["npx nx release publish", "contain", "network"],
+    ["npx nx run web:deploy", "contain", "network"],
+    ["nx run-many -t lint,publish", "contain", "network"],
+    ["npx turbo run deploy", "contain", "network"],
+    ["npx turbo run build --filter=web", "build"],
+    ["npx nx affected -t lint test", "build"],
+    ["npx lerna run test --stream", "build"],
+  ]);
+});

@@ -1,7 +1,7 @@
 // What the shell analysis knows about the machine, and the running state of one script.
 
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { basename, dirname, isAbsolute, join, normalize, resolve } from "node:path";
+import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { resolvePhysical, resolveReal } from "../../request/paths.ts";
 import {
   classifyWrite,
@@ -90,11 +90,12 @@ export function locate(state: ScriptState, value: string): Located[] | null {
   // `/proc/self/cwd` and `/proc/self/root` are links the kernel resolves for the process that
   // opens them: the command's own cwd and root, not the gate's. Another process's (`/proc/<pid>/cwd`,
   // `/proc/self/task/<tid>/cwd`) is unknown here.
-  if (value.startsWith("/") && /^\/proc\/[^/]/.test(normalize(value))) {
-    const v = normalize(value);
+  if (value.startsWith("/") && /^\/+proc\/+[^/]/.test(value)) {
+    // Not path.normalize: a `..` after /proc/self/cwd climbs out of the cwd, not back to /proc/self.
+    const v = value.replace(/\/+/g, "/").replace(/\/\.(?=\/|$)/g, "");
     const own = /^\/proc\/(?:self|thread-self)\/(cwd|root)(\/.*)?$/.exec(v);
     if (own) return locate(state, own[1] === "root" ? own[2] ?? "/" : `.${own[2] ?? ""}`);
-    if (/^\/proc\/[^/]+\/(?:task\/[^/]+\/)?(?:cwd|root)(\/|$)/.test(v)) return null;
+    if (/^\/proc\/[^/]+\/(?:task\/[^/]+\/)?(?:cwd|root)(\/|$)/.test(v) || /^\/proc(\/[^/]+)*\/\.\.(\/|$)/.test(v)) return null;
   }
   const out: Located[] = [];
   for (const cwd of isAbsolute(value) ? ["/"] : state.cwds) {

@@ -150,5 +150,6 @@ export const COMMAND_ALIASES: ReadonlyMap<string, readonly string[]> = new Map(O
 export const SERVING_SCRIPTS = {
   runners: new Set(data.servingScripts.runners),
   names: new Set(data.servingScripts.names),
+  taskRunners: new Set(data.servingScripts.taskRunners),
   makeTargets: new Set(data.servingScripts.makeTargets),
 } as const;

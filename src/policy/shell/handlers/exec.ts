@@ -135,6 +135,21 @@ function codeHazards(interpreter: string, code: string | null | undefined): Find
   return [finding("review", hit.reason, `${interpreter} inline code ${what}`)];
 }
 
+/**
+ * turbo, nx, lerna: they run the project's own tasks; a task whose name by convention serves,
+ * publishes or deploys (`turbo run deploy`, `nx run app:deploy`, `nx release publish`,
+ * `lerna publish`) reaches outside the workspace.
+ */
+export const taskRunner: Handler = (inv) => {
+  for (const a of inv.args) {
+    if (a.value === null) return [finding("review", "dynamic-command", `${inv.name} runs a task only known at run time`)];
+    const words = a.value.replace(/^--?[\w-]+=/, "").split(/[:,\s]+/);
+    const hit = words.find((w) => SERVING_SCRIPTS.names.has(w));
+    if (hit) return [finding("contain", "network", `${inv.name} runs ${hit}, which by convention serves, publishes or deploys`)];
+  }
+  return [finding("build", "build-test", `${inv.name} builds or tests the project`)];
+};
+
 /** A tool whose first word selects what it does (npm, cargo, go, pip, ...). */
 export function packageManager(tool: string): Handler {
   return (inv, an) => {
@@ -260,6 +275,7 @@ export const npx: Handler = (inv, an) => {
   if (!pkg) return [finding("contain", "network", "npx with no package")];
   const bare = pkg.replace(/@[^@/]*$/, "");
   const local = !downloads && !/@[^/]/.test(pkg.slice(1)) && NPX_LOCAL_TOOLS.has(bare);
+  if (local && SERVING_SCRIPTS.taskRunners.has(bare)) return taskRunner({ ...inv, name: bare, args: inv.args.slice(inv.args.findIndex((a) => a.value === pkg) + 1) }, an);
   // A local tool that runs another command (cross-env, shx) or removes files (rimraf) is judged as that.
   if (local && (WRAPPERS.has(bare) || COMMAND_ALIASES.has(bare))) {
     const at = inv.args.findIndex((a) => a.value === pkg);
@@ -530,6 +546,7 @@ export const EXEC_HANDLERS: ReadonlyMap<string, Handler> = new Map<string, Handl
   ["ncat", netcat],
   ["netcat", netcat],
   ["socat", socat],
+  ...[...SERVING_SCRIPTS.taskRunners].map((t): [string, Handler] => [t, taskRunner]),
   ["make", make],
   ["gmake", make],
   ["kill", kill],
