@@ -150,6 +150,58 @@ export const taskRunner: Handler = (inv) => {
   return [finding("build", "build-test", `${inv.name} builds or tests the project`)];
 };
 
+/**
+ * GNU parallel runs a command once per input: the words after `:::` (or `::::` files, or
+ * standard input). Judged like xargs: the command with each known input, or an unknown one;
+ * a command given as one string runs through the shell.
+ */
+export const parallel: Handler = (inv, an) => {
+  const valueOpts = ["-j", "-J", "-P", "-S", "-n", "-N", "-L", "-l", "-a", "-d", "-I", "-E", "--jobs", "--sshlogin", "--sshloginfile", "--arg-file", "--delimiter", "--joblog", "--results", "--colsep", "--tmpdir", "--delay", "--timeout", "--retries", "--tag-string", "--env", "--basefile", "--transfer-file", "--return", "--workdir", "--memfree", "--load", "--halt", "--shebang-wrap"];
+  const out: Finding[] = [];
+  let i = 0;
+  let replace = "{}";
+  for (; i < inv.args.length; i++) {
+    const v = inv.args[i]!.value;
+    if (v === null) return [finding("review", "dynamic-command", "parallel with an option only known at run time")];
+    if (v === "--") {
+      i++;
+      break;
+    }
+    if (!v.startsWith("-") || v === ":::" || v === "::::") break;
+    if (v === "-S" || v === "--sshlogin" || v.startsWith("--sshlogin")) out.push(finding("contain", "network", "parallel runs jobs on other machines"));
+    if (v === "-I") replace = inv.args[i + 1]?.value ?? replace;
+    if (valueOpts.includes(v)) i++;
+  }
+  const sep = inv.args.findIndex((a, j) => j >= i && (a.value === ":::" || a.value === "::::" || a.value === ":::+" || a.value === "::::+"));
+  const cmd = inv.args.slice(i, sep < 0 ? undefined : sep);
+  const fromFiles = sep >= 0 && inv.args[sep]!.value!.startsWith("::::");
+  const inputs: Arg[] = sep < 0 || fromFiles ? [{ text: "<input>", value: null, glob: false }] : inv.args.slice(sep + 1).filter((a) => !/^::::?\+?$/.test(a.value ?? ""));
+  if (cmd.length === 0) return [...out, finding("review", "dynamic-command", "parallel runs commands read from its input")];
+  for (const input of inputs) {
+    const subst = (a: Arg): Arg => (a.value !== null && a.value.includes(replace) ? (input.value === null ? { text: a.text, value: null, glob: false } : { ...a, value: a.value.split(replace).join(input.value) }) : a);
+    const uses = cmd.some((a) => a.value?.includes(replace));
+    if (cmd.length === 1 && cmd[0]!.value !== null && /\s/.test(cmd[0]!.value)) {
+      const line = subst(cmd[0]!);
+      if (line.value === null) return [...out, finding("review", "dynamic-command", "parallel runs a shell command only known at run time")];
+      out.push(...an.script(uses ? line.value : `${line.value} ${input.value === null ? '"$1"' : input.value}`, "parallel", input.value === null ? [input] : undefined));
+    } else out.push(...an.argv(uses ? cmd.map(subst) : [...cmd, input], inv.source, false));
+  }
+  return out;
+};
+
+/**
+ * Database shells whose dot-commands run shell commands (`sqlite3 db '.shell rm -rf src'`,
+ * `.system`): the command is judged as a script, on top of what the client itself does.
+ */
+export const sqliteShell: Handler = (inv, an) => {
+  const out: Finding[] = [finding("contain", "network", `${inv.name} reaches outside the workspace (network, other programs or machines)`), ...judgeReadOperands(inv, an, false)];
+  for (const a of inv.args) {
+    if (a.value === null) continue;
+    for (const m of a.value.matchAll(/^\s*\.(?:shell|system)\s+(.*)$/gm)) out.push(...an.script(m[1]!, `${inv.name} .shell`));
+  }
+  return out;
+};
+
 /** A tool whose first word selects what it does (npm, cargo, go, pip, ...). */
 export function packageManager(tool: string): Handler {
   return (inv, an) => {
@@ -547,6 +599,9 @@ export const EXEC_HANDLERS: ReadonlyMap<string, Handler> = new Map<string, Handl
   ["netcat", netcat],
   ["socat", socat],
   ...[...SERVING_SCRIPTS.taskRunners].map((t): [string, Handler] => [t, taskRunner]),
+  ["parallel", parallel],
+  ["sqlite3", sqliteShell],
+  ["sqlite", sqliteShell],
   ["make", make],
   ["gmake", make],
   ["kill", kill],
