@@ -717,3 +717,20 @@ describe("sqlite3 dot-commands that run shell commands are judged as scripts", (
     ["sqlite3 dev.sqlite 'SELECT 1'", "contain"],
   ]);
 });
+
+describe("options that make a harmless subcommand print a credential", () => {
+  table([
+    ["gh auth status --show-token", "review", "identity-secret"],
+    ["gh auth status -t", "review", "identity-secret"],
+    ["gh auth status", "contain"],
+  ]);
+});
+
+describe("container exec runs in a container outside the OS sandbox", () => {
+  table([
+    ["docker exec -it db psql -c 'DROP DATABASE prod'", "review"],
+    ["docker compose exec db psql", "review"],
+    ["podman exec web sh", "review"],
+    ["docker compose up -d db", "contain"],
+  ]);
+});

@@ -79,6 +79,9 @@ export const REGENERABLE_FILES: readonly { readonly pattern: string; readonly re
 /** Container runtimes and the run options that reach past the OS sandbox to the host. */
 export const CONTAINER_HOST_ACCESS = data.containerHostAccess;
 
+/** Options that make a subcommand print a credential, by "tool subcommand". */
+export const SECRET_OPTIONS: ReadonlyMap<string, readonly string[]> = new Map(Object.entries(data.secretOptions).filter(([k]) => !k.startsWith("_")) as Array<[string, string[]]>);
+
 export const NETWORK_TOOLS: ReadonlySet<string> = new Set(data.networkTools);
 export const SECRET_PRINTERS: ReadonlySet<string> = new Set(data.secretPrinters);
 /** Variable names that hold credentials by convention (GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY). */

@@ -20,6 +20,7 @@ import {
   NPX_LOCAL_TOOLS,
   PYTHON_MODULES,
   RUN_SUBCOMMANDS,
+  SECRET_OPTIONS,
   SERVING_SCRIPTS,
   SHELLS,
   SSH_COMMAND_OPTIONS,
@@ -251,6 +252,10 @@ export function packageManager(tool: string): Handler {
     const script = name === "run" || name === "run-script" ? rest[0]?.value : name;
     if (SERVING_SCRIPTS.runners.has(tool) && script && SERVING_SCRIPTS.names.has(script.split(":")[0]!))
       return [finding("contain", "network", `${tool} runs the script ${script}, which by convention serves or deploys`)];
+    const words = [name, ...rest.slice(0, 2).map((a) => a.value ?? "")];
+    const revealing = SECRET_OPTIONS.get(`${tool} ${words.slice(0, 2).join(" ")}`) ?? SECRET_OPTIONS.get(`${tool} ${words.join(" ")}`) ?? SECRET_OPTIONS.get(`${tool} ${name}`);
+    if (revealing && rest.some((a) => a.value !== null && revealing.some((o) => a.value === o || a.value!.startsWith(`${o}=`))))
+      return [finding("review", "identity-secret", `${tool} ${words.slice(0, 2).join(" ")} prints a credential`)];
     const cls = table.byName.get(phrase) ?? table.fallback;
     if (cls === "contain" && NETWORK_TOOLS.has(tool)) an.state.network ??= tool;
     const reason = cls === "read" ? "read-only" : cls === "build" ? "build-test" : cls === "cleanup" ? "regenerable-cleanup" : cls === "review" ? (tool === "systemctl" || tool === "launchctl" || tool === "crontab" ? "persistence" : "privilege") : cls === "deny" ? "hard-deny" : "network";
