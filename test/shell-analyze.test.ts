@@ -734,3 +734,12 @@ describe("container exec runs in a container outside the OS sandbox", () => {
     ["docker compose up -d db", "contain"],
   ]);
 });
+
+describe("emacs Lisp and git's platform credential helpers", () => {
+  table([
+    ["emacs --batch --eval '(shell-command \"rm -rf src\")'", "review", "inline-code"],
+    ["emacs -batch -l build.el", "review", "inline-code"],
+    ["git credential-osxkeychain get", "review"],
+    ["git credential-libsecret get", "review"],
+  ]);
+});

@@ -523,6 +523,13 @@ const EX_SHELL = /^\s*:*\s*[%.$\d,]*\s*!(.*)$/s;
 /** Ex commands that run other code: `:w !cmd`, `:r !cmd`, system(), terminals, embedded languages. */
 const EX_RUNS_CODE = /\b(w|write|r|read|wq|x)\s+!|\bsystem(list)?\s*\(|\bterm(inal)?\b|^\s*:*\s*(py3?|python3?|pyx|lua|perl|ruby|luado|pydo|py3do|rubydo|perldo|call|exe(cute)?|so(urce)?)\b/;
 
+/** emacs: Lisp given with --eval, --load, --funcall or --script can do anything; the gate does not read Lisp. */
+const emacs: Handler = (inv) => {
+  const code = inv.args.find((a) => a.value === null || /^(--?eval|--?load|-l|--?funcall|-f|--?script|-batch-byte-compile|--?execute|-x)(=|$)/.test(a.value));
+  if (code) return [finding("review", "inline-code", `${inv.name} runs Lisp code (${code.value ?? code.text})`)];
+  return [finding("contain", "inline-code", `${inv.name} is an editor that can run commands`)];
+};
+
 /** vim, nvim, ex: commands given with -c, --cmd or +CMD run before anything is edited. */
 const editor: Handler = (inv, an) => {
   const out: Finding[] = [finding("contain", "inline-code", `${inv.name} is an editor that can run commands`)];
@@ -619,4 +626,5 @@ export const EXEC_HANDLERS: ReadonlyMap<string, Handler> = new Map<string, Handl
   ["kubectl", kubectl],
   ["oc", kubectl],
   ...["vim", "vi", "nvim", "ex", "view", "vimdiff"].map((n): [string, Handler] => [n, editor]),
+  ...["emacs", "emacsclient"].map((n): [string, Handler] => [n, emacs]),
 ]);
