@@ -743,3 +743,12 @@ describe("emacs Lisp and git's platform credential helpers", () => {
     ["git credential-libsecret get", "review"],
   ]);
 });
+
+describe("bun -e and deno eval are inline JavaScript, judged as node -e", () => {
+  table([
+    ["deno eval \"Deno.removeSync('src',{recursive:true})\"", "review", "destructive"],
+    ["bun -e \"require('fs').rmSync('src',{recursive:true})\"", "review", "destructive"],
+    ["bun --eval \"Bun.spawnSync(['rm','-rf','src'])\"", "review"],
+    ["deno eval 'console.log(1 + 1)'", "contain"],
+  ]);
+});

@@ -208,6 +208,8 @@ export function packageManager(tool: string): Handler {
   return (inv, an) => {
     const table = SUBCOMMANDS.get(tool);
     if (!table) return [finding("contain", "unknown-command", `${tool}`)];
+    // `bun -e CODE`: inline JavaScript, judged as `node -e` is.
+    if (tool === "bun" && inv.args.some((a) => a.value !== null && /^(-e|--eval|-p|--print)(=|$)/.test(a.value))) return interpreter({ ...inv, name: "node" }, an);
     const valueOpts = ["-C", "--prefix", "--dir", "--cwd", "-w", "--workspace", "--filter", "-F", "--manifest-path", "--project", "-p", "--package", "--directory"];
     let sub: Arg | undefined;
     for (let i = 0; i < inv.args.length; i++) {
@@ -232,6 +234,11 @@ export function packageManager(tool: string): Handler {
     }
     const name = sub!.value!;
     const rest = inv.args.slice(inv.args.indexOf(sub!) + 1);
+    // `bun -e CODE`, `deno eval CODE`: inline JavaScript, judged as `node -e` is.
+    if (tool === "deno" && name === "eval") {
+      const code = operands(rest, []).at(0);
+      return interpreter({ ...inv, name: "node", args: code ? [staticArg("-e"), code] : [] }, an);
+    }
     if ((tool === "npm" && (name === "exec" || name === "x")) || (tool === "pnpm" && (name === "exec" || name === "dlx")) || (tool === "yarn" && name === "dlx"))
       return npx({ ...inv, args: rest }, an);
     const runner = RUN_SUBCOMMANDS.get(tool);
