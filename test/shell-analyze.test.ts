@@ -752,3 +752,13 @@ describe("bun -e and deno eval are inline JavaScript, judged as node -e", () => 
     ["deno eval 'console.log(1 + 1)'", "contain"],
   ]);
 });
+
+describe("env assignments whose value is only known at run time", () => {
+  table([
+    ["env -i PATH=\"$PATH\" node --test", "build"],
+    ["env -i TERM=\"$TERM\" LANG=$LANG npm test", "build"],
+    ["env PATH=\"$X\" node --test", "review", "dynamic-command"],
+    ["env LD_PRELOAD=\"$LIB\" ls", "review", "dynamic-command"],
+    ["env -i FOO=\"$BAR\" rm -rf ~", "deny"],
+  ]);
+});

@@ -315,7 +315,13 @@ function argvFindings(argv: readonly Arg[], source: SimpleCommand, pipedInput: b
     let positionals = wrapper.positionals ?? 0;
     for (; i < args.length; i++) {
       const v = args[i]!.value;
-      if (v === null) return [...out, finding("review", "dynamic-command", `${name} with an argument only known at run time`)];
+      if (v === null) {
+        // `env -i PATH="$PATH" HOME=$HOME cmd`: an assignment whose value is only known at run time.
+        // Harmless unless the variable changes what code runs, or passes a variable on unchanged.
+        const assign = wrapper.assignments ? /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/s.exec(args[i]!.text) : null;
+        if (assign && (!CODE_LOADING_ENV.has(assign[1]!) || new RegExp(`^"?\\$\\{?${assign[1]}\\}?"?$`).test(assign[2]!))) continue;
+        return [...out, finding("review", "dynamic-command", `${name} with an argument only known at run time`)];
+      }
       if (v === "--") {
         i++;
         break;
