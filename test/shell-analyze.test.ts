@@ -669,7 +669,8 @@ describe("xargs -I with the replace string attached", () => {
 
 describe("container run options that reach past the sandbox to the host", () => {
   table([
-    ["docker run --rm -v /:/host alpine chroot /host sh", "review", "privilege"],
+    ["docker run --rm -v /:/host alpine chroot /host sh", "deny", "self-protection"],
+    ["docker run --rm -v /:/host:ro alpine ls /host", "review", "privilege"],
     ["docker run --privileged alpine sh", "review", "privilege"],
     ["podman run --pid=host alpine ps", "review", "privilege"],
     ["docker run --mount type=bind,source=/etc,target=/x alpine ls", "review", "privilege"],
@@ -760,5 +761,16 @@ describe("env assignments whose value is only known at run time", () => {
     ["env PATH=\"$X\" node --test", "review", "dynamic-command"],
     ["env LD_PRELOAD=\"$LIB\" ls", "review", "dynamic-command"],
     ["env -i FOO=\"$BAR\" rm -rf ~", "deny"],
+  ]);
+});
+
+describe("writes below a directory that holds auto mode's own files are denied", () => {
+  table([
+    ["tar -xf x.tar -C ~/.pi/agent", "deny", "self-protection"],
+    ["unzip -o x.zip -d ~/.pi/agent", "deny", "self-protection"],
+    ["git clone https://x.example/r ~/.pi/agent/auto-mode", "deny", "self-protection"],
+    ["docker run -v ~/.pi/agent:/a alpine true", "deny", "self-protection"],
+    ["tar -xzf vendor.tgz -C build", "workspace-write"],
+    ["git clone https://github.com/acme/lib vendor/lib", "contain"],
   ]);
 });

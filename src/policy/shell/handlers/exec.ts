@@ -27,7 +27,7 @@ import {
   SUBCOMMANDS,
   WRAPPERS,
 } from "../table.ts";
-import { FILE_HANDLERS, judgeReadOperands, outputFindings } from "./files.ts";
+import { FILE_HANDLERS, judgeDirWrite, judgeReadOperands, outputFindings } from "./files.ts";
 
 function runsDownloaded(an: Analyzer, arg: Arg | undefined): boolean {
   return arg !== undefined && isDownloaded(an.state, arg.value);
@@ -253,7 +253,7 @@ export function packageManager(tool: string): Handler {
       return [finding("read", "read-only", "npm reads its configuration")];
     if (CONTAINER_HOST_ACCESS.tools.includes(tool) && CONTAINER_HOST_ACCESS.subcommands.includes(name)) {
       const escape = containerHostAccess(rest, an);
-      if (escape) return [finding("review", "privilege", `${tool} ${name} ${escape}`)];
+      if (escape) return [finding(/auto mode's own/.test(escape) ? "deny" : "review", /auto mode's own/.test(escape) ? "self-protection" : "privilege", `${tool} ${name} ${escape}`)];
     }
     const phrase = longestPhrase(table.byName, name, rest);
     const script = name === "run" || name === "run-script" ? rest[0]?.value : name;
@@ -292,7 +292,11 @@ function containerHostAccess(args: readonly Arg[], an: Analyzer): string | undef
     const source = opt === "--mount" ? /(?:^|,)(?:source|src)=([^,]*)/.exec(value)?.[1] : value.split(":")[0];
     // A named volume (no slash) lives in the runtime's own storage.
     if (source === undefined || (!source.includes("/") && !source.startsWith("~") && source !== "." && source !== "..")) continue;
-    const where = locate(an.state, source.startsWith("~") ? an.env.places.home + source.slice(1) : source);
+    const mounted = source.startsWith("~") ? an.env.places.home + source.slice(1) : source;
+    const readOnly = opt === "--mount" ? /(?:^|,)(readonly|ro)(=true|=1)?(?:,|$)/.test(value) : /^ro$|(^|,)ro(,|$)/.test(value.split(":")[2] ?? "");
+    const self = readOnly ? undefined : judgeDirWrite(an, staticArg(mounted), "mounts");
+    if (self?.cls === "deny") return self.detail;
+    const where = locate(an.state, mounted);
     const inside = where?.every((p) => isWithin(an.env.places.workspace, p.real) || isWithin(an.env.places.tmpRoot, p.real));
     if (!inside) return `mounts ${source}, outside the writable roots`;
   }

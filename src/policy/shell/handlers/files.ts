@@ -164,6 +164,16 @@ function judgeFoundDestroy(env: ShellEnv, an: Analyzer, t: Arg, verb: string, al
   return strictest(places.map(one)) ?? finding("read", "read-only", `${verb} removes nothing`);
 }
 
+/**
+ * Writing anywhere below a directory (unpacking an archive into it, cloning into it, mounting it
+ * into a container): denied when auto mode's own files lie below it, judged as a write otherwise.
+ */
+export function judgeDirWrite(an: Analyzer, dir: Arg, verb: string): Finding {
+  const own = dir.value === null ? undefined : (locate(an.state, dir.value) ?? []).flatMap((p) => an.env.places.selfProtected.filter((s) => isWithin(p.real, s) || isWithin(p.lexical, s)))[0];
+  if (own) return finding("deny", "self-protection", `${verb} ${dir.value}, which holds ${own}, auto mode's own configuration or state`);
+  return judgeWrite(an.env, an.state, dir, verb);
+}
+
 /** What removing (or emptying) the files find selects does: `arg` must carry `found`. */
 export function judgeFoundRemoval(an: Analyzer, arg: Arg, verb: string): Finding {
   return judgeFoundDestroy(an.env, an, arg, verb, false);
@@ -440,7 +450,7 @@ const tar: Handler = (inv, an) => {
   if (extract) {
     const dirs = optionValues(inv.args, ["-C"], ["--directory"]);
     if (dirs.length === 0) dirs.push({ text: ".", value: ".", glob: false });
-    for (const d of dirs) out.push(judgeWrite(an.env, an.state, d, "tar extracts into"));
+    for (const d of dirs) out.push(judgeDirWrite(an, d, "tar extracts into"));
     // Unpacking a download (a downloaded file, or a pipe from curl) makes its contents downloads too.
     const fromStdin = files.length === 0 || files.some((f) => f.value === "-");
     if (files.some((f) => isDownloaded(an.state, f.value)) || (fromStdin && inv.pipedInput && an.state.network !== undefined))
@@ -473,7 +483,7 @@ const unzip: Handler = (inv, an) => {
   if (dirs.length === 0) dirs.push({ text: ".", value: ".", glob: false });
   const archive = operands(inv.args, ["-d", "-x", "-P"])[0];
   if (archive && isDownloaded(an.state, archive.value)) for (const d of dirs) markDownloaded(an.state, d.value);
-  return dirs.map((d) => judgeWrite(an.env, an.state, d, "unzip extracts into"));
+  return dirs.map((d) => judgeDirWrite(an, d, "unzip extracts into"));
 };
 
 const zip: Handler = (inv, an) => {

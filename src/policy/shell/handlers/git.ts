@@ -9,7 +9,7 @@ import { finding, type Finding } from "../finding.ts";
 import { hasFlag, operands, optionValues, staticArg, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
 import type { Arg } from "../parse.ts";
 import { GIT_SAFE_CONFIG_KEYS, PROTECTED_BRANCHES, SUBCOMMANDS } from "../table.ts";
-import { isRegenerableTarget } from "./files.ts";
+import { isRegenerableTarget, judgeDirWrite } from "./files.ts";
 
 const CLONE_VALUE_OPTIONS = ["-b", "--branch", "-o", "--origin", "--depth", "-c", "--config", "--reference", "--template", "-u", "--upload-pack", "--separate-git-dir", "--filter", "-j", "--jobs", "--shallow-since", "--shallow-exclude"];
 /** Subcommands that run repository hooks (commit, merge, checkout and friends). */
@@ -183,7 +183,8 @@ function subcommand(sub: string, args: readonly Arg[], an: Analyzer, inv: Invoca
       const [url, dir] = operands(args, CLONE_VALUE_OPTIONS);
       const dest = dir?.value ?? (url?.value ? basename(url.value.replace(/\/+$/, "")).replace(/\.git$/, "") : null);
       markDownloaded(an.state, dest);
-      return [finding("contain", "network", "git clone fetches another repository")];
+      const into = dest === null ? [] : [judgeDirWrite(an, dir ?? staticArg(dest), "git clone writes into")];
+      return [finding("contain", "network", "git clone fetches another repository"), ...into];
     }
     case "rm":
       // Without --force git refuses to remove files with uncommitted changes; with it they are lost.
