@@ -7,12 +7,12 @@ import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
 import { createCodemodeExtension, type ExtensionAPI } from "@earendil-works/pi-coding-agent";
-import { Type } from "typebox";
 import { DECISION_ENTRY_TYPE, type DecisionRecord } from "../src/audit/decision-record.ts";
 import { processGlobalState } from "../src/state/global.ts";
 import { toolResults, type PiHarness } from "./helpers/pi-session.ts";
 import { reviewOnlySessions } from "./helpers/review-only.ts";
 import { recordingUi } from "./helpers/ui.ts";
+import { deployTool } from "./helpers/tools.ts";
 
 const call = (name: string, args: Parameters<typeof fauxToolCall>[1]) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });
 const done = (text = "done") => fauxAssistantMessage([fauxText(text)]);
@@ -59,21 +59,10 @@ describe("P4: a denied call never reaches its executor", () => {
 
 describe("P1: every tool passes the gate", () => {
   test("an unknown custom tool is not waved through", async () => {
-    let ran = 0;
-    const deploy = (api: ExtensionAPI) =>
-      api.registerTool({
-        name: "deploy_service",
-        label: "deploy",
-        description: "deploy a service",
-        parameters: Type.Object({ service: Type.String() }),
-        async execute() {
-          ran++;
-          return { content: [{ type: "text", text: "deployed" }], details: {} };
-        },
-      });
-    const h = await pi({ extensionFactories: [deploy], tools: ["read", "deploy_service"], responses: [call("deploy_service", { service: "api" }), done()] });
+    const deploy = deployTool();
+    const h = await pi({ extensionFactories: [deploy.factory], tools: ["read", "deploy_service"], responses: [call("deploy_service", { service: "api" }), done()] });
     await h.session.prompt("deploy the api");
-    assert.equal(ran, 0);
+    assert.equal(deploy.runs(), 0);
     assert.equal(toolResults(h.session)[0]?.isError, true);
     assert.equal(decisions(h)[0]?.reason, "unknown-tool");
   });

@@ -11,35 +11,17 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
-import type { ExtensionAPI, ExtensionFactory } from "@earendil-works/pi-coding-agent";
-import { Type } from "typebox";
 import { serializeWatermark } from "../src/state/artifacts.ts";
 import { createMemoryGlobalState } from "../src/state/global.ts";
 import { createRuntimeState } from "../src/state/runtime-state.ts";
 import { makeRoot, startPi, toolResults, type PiHarness } from "./helpers/pi-session.ts";
 import { decisions, recordingUi, startRuntime, type PiRuntimeHarness } from "./fixtures/state-pi.ts";
+import { deployTool } from "./helpers/tools.ts";
 
 const CHILD = fileURLToPath(new URL("./fixtures/state-pi-child.ts", import.meta.url));
 
 const call = (name: string, args: Parameters<typeof fauxToolCall>[1]) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });
 const done = (text = "done") => fauxAssistantMessage([fauxText(text)]);
-
-/** A custom tool the gate cannot know (routed to review): it runs only when auto mode lets it. */
-function deployTool(): { factory: ExtensionFactory; runs: () => number } {
-  let runs = 0;
-  const factory = (api: ExtensionAPI) =>
-    api.registerTool({
-      name: "deploy_service",
-      label: "deploy",
-      description: "deploy a service",
-      parameters: Type.Object({ service: Type.String() }),
-      async execute() {
-        runs++;
-        return { content: [{ type: "text", text: "deployed" }], details: {} };
-      },
-    });
-  return { factory, runs: () => runs };
-}
 
 // Auto mode's footer and decision modes, whichever bash backend this machine's sandbox probe picked.
 const AUTO_STATUS = /^auto-mode: Auto( \(review-only\)| \(sandbox unavailable\)[^·]*)?( · no reviewer)?$/;
