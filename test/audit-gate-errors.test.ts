@@ -7,7 +7,6 @@ import { tmpdir } from "node:os";
 import { describe, test } from "node:test";
 import { fauxAssistantMessage, fauxProvider, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
 import type { ExtensionAPI, ExtensionToolContext, ExtensionUIContext } from "@earendil-works/pi-coding-agent";
-import { Type } from "typebox";
 import { processGlobalState } from "../src/state/global.ts";
 import { createAdmissionBook } from "../src/sandbox/admission.ts";
 import { createController } from "../src/sandbox/controller.ts";
@@ -18,6 +17,7 @@ import { recordingUi } from "./helpers/ui.ts";
 import { DEFAULT_LIMITS, runReview, type ReviewerModels } from "../src/review/engine.ts";
 import { createReviewService } from "../src/review/service.ts";
 import { action, fauxRegistry, JUDGE, VERDICT } from "./helpers/review-fixtures.ts";
+import { deployTool } from "./helpers/tools.ts";
 
 const call = (name: string, args: Parameters<typeof fauxToolCall>[1]) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });
 const done = (text = "done") => fauxAssistantMessage([fauxText(text)]);
@@ -87,19 +87,11 @@ describe("audit: the reviewer's Pi edges fail closed", () => {
 describe("audit: the session ends while a review is pending", () => {
   test("session_shutdown aborts the review; the reviewed call never runs", async () => {
     const judge = fauxProvider({ provider: "judge", models: [{ id: "judge-1" }] });
-    const runs: unknown[] = [];
+    const deploy = deployTool();
+    const runs = deploy.calls;
     const ext = (api: ExtensionAPI) => {
       api.registerProvider(judge.provider);
-      api.registerTool({
-        name: "deploy_service",
-        label: "deploy",
-        description: "deploy a service",
-        parameters: Type.Object({ service: Type.String() }),
-        async execute(_id, params) {
-          runs.push(params);
-          return { content: [{ type: "text", text: "deployed" }], details: {} };
-        },
-      });
+      deploy.factory(api);
     };
     const h = await session({ extensionFactories: [ext], tools: ["read", "deploy_service"] });
     await processGlobalState(h.agentDir).setReviewer({ provider: "judge", model: "judge-1", thinking: "off" });

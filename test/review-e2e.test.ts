@@ -7,13 +7,13 @@ import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxProvider, fauxText, fauxToolCall, type Context } from "@earendil-works/pi-ai";
 import type { ExtensionAPI, ExtensionUIContext } from "@earendil-works/pi-coding-agent";
-import { Type } from "typebox";
 import { DECISION_ENTRY_TYPE, type DecisionRecord } from "../src/audit/decision-record.ts";
 import { processGlobalState } from "../src/state/global.ts";
 import { REVIEW_ENTRY_TYPE, REVIEW_STATUS_KEY, type ReviewRecord } from "../src/tools/review-call.ts";
 import { startPi, toolResults, type PiHarness } from "./helpers/pi-session.ts";
 import { userText, VERDICT } from "./helpers/review-fixtures.ts";
 import { recordingUi } from "./helpers/ui.ts";
+import { deployTool } from "./helpers/tools.ts";
 
 const call = (name: string, args: Parameters<typeof fauxToolCall>[1]) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });
 const done = (text = "done") => fauxAssistantMessage([fauxText(text)]);
@@ -32,19 +32,11 @@ after(async () => {
 /** A session whose model calls `deploy_service` (an unknown custom tool: always reviewed). */
 async function world(opts: { uiContext?: ExtensionUIContext; mode?: "print" | "rpc"; reviewer?: boolean } = {}): Promise<World> {
   const judge = fauxProvider({ provider: "judge", models: [{ id: "judge-1" }, { id: "thinker", reasoning: true }] });
-  const runs: Array<Record<string, unknown>> = [];
+  const deploy = deployTool();
+  const runs = deploy.calls;
   const ext = (api: ExtensionAPI) => {
     api.registerProvider(judge.provider);
-    api.registerTool({
-      name: "deploy_service",
-      label: "deploy",
-      description: "deploy a service",
-      parameters: Type.Object({ service: Type.String() }),
-      async execute(_id, params) {
-        runs.push(params as Record<string, unknown>);
-        return { content: [{ type: "text", text: `deployed ${(params as { service: string }).service}` }], details: {} };
-      },
-    });
+    deploy.factory(api);
   };
   const h = await startPi({ extensionFactories: [ext], tools: ["read", "bash", "deploy_service"], ...(opts.uiContext ? { uiContext: opts.uiContext } : {}), ...(opts.mode ? { mode: opts.mode } : {}) });
   harnesses.push(h);

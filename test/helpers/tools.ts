@@ -3,20 +3,28 @@
 import type { ExtensionAPI, ExtensionFactory } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
 
+export interface DeployTool {
+  readonly factory: ExtensionFactory;
+  /** How many times it ran. */
+  runs(): number;
+  /** What each run was called with, in order. */
+  readonly calls: Array<Record<string, unknown>>;
+}
+
 /** A custom tool the gate cannot know (routed to review): it runs only when auto mode lets it. */
-export function deployTool(): { factory: ExtensionFactory; runs: () => number } {
-  let runs = 0;
+export function deployTool(): DeployTool {
+  const calls: Array<Record<string, unknown>> = [];
   const factory = (api: ExtensionAPI) => {
     api.registerTool({
       name: "deploy_service",
       label: "deploy",
       description: "deploy a service",
       parameters: Type.Object({ service: Type.String() }),
-      async execute() {
-        runs++;
-        return { content: [{ type: "text", text: "deployed" }], details: {} };
+      async execute(_id, params) {
+        calls.push(params as Record<string, unknown>);
+        return { content: [{ type: "text", text: `deployed ${(params as { service: string }).service}` }], details: {} };
       },
     });
   };
-  return { factory, runs: () => runs };
+  return { factory, runs: () => calls.length, calls };
 }
