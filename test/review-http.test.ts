@@ -4,33 +4,25 @@
 // connection reset, a response that never ends, a malformed body, a slow stream (P5, P13).
 
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { DEFAULT_LIMITS, runReview, type EngineLimits } from "../src/review/engine.ts";
 import { failureDenialText } from "../src/review/failure.ts";
 import { REVIEWER_SYSTEM_PROMPT } from "../src/review/prompt.ts";
 import type { FailureClass, ReviewResult } from "../src/review/types.ts";
-import { loopbackModels, startLoopback, type Loopback, type Step } from "./helpers/openai-loopback.ts";
-import { action, makeRegistry, tempAgentDir, VERDICT, type Registry } from "./helpers/review-fixtures.ts";
+import type { Step } from "./helpers/openai-loopback.ts";
+import { action, useLoopbackRegistry, VERDICT } from "./helpers/review-fixtures.ts";
 
-let lb: Loopback;
-let reg: Registry;
-before(async () => {
-  lb = await startLoopback();
-  reg = await makeRegistry(tempAgentDir(), loopbackModels(lb.baseUrl));
-});
-after(async () => {
-  await lb.close();
-});
+const env = useLoopbackRegistry();
 
 const LIMITS: EngineLimits = { ...DEFAULT_LIMITS, retryBaseMs: 20, deadlineMs: 5000 };
 const job = () => ({ action: action("bash", { command: "rm -rf build/cache" }), transcript: [{ kind: "user" as const, text: "clear build/cache" }], reviewer: { provider: "loop", model: "judge", thinking: "off" as const } });
 
 async function review(steps: readonly Step[], limits: Partial<EngineLimits> = {}): Promise<{ r: ReviewResult; calls: number; ms: number }> {
-  lb.script(steps);
-  const n0 = lb.received.length;
+  env.lb.script(steps);
+  const n0 = env.lb.received.length;
   const t0 = Date.now();
-  const r = await runReview(job(), reg.registry, { ...LIMITS, ...limits });
-  return { r, calls: lb.received.length - n0, ms: Date.now() - t0 };
+  const r = await runReview(job(), env.reg.registry, { ...LIMITS, ...limits });
+  return { r, calls: env.lb.received.length - n0, ms: Date.now() - t0 };
 }
 
 const failure = (r: ReviewResult): FailureClass | undefined => (r.kind === "failure" ? r.failure : undefined);
@@ -40,7 +32,7 @@ describe("the real HTTP path (OpenAI chat completions over loopback)", () => {
     const { r, calls } = await review([{ kind: "verdict", text: VERDICT.allow, usage: { prompt: 1000, completion: 40 } }]);
     assert.equal(r.kind === "verdict" && r.verdict.outcome, "allow");
     assert.equal(calls, 1);
-    const sent = lb.received.at(-1)!;
+    const sent = env.lb.received.at(-1)!;
     assert.equal(sent.path, "/v1/chat/completions");
     assert.equal(sent.body.tools, undefined, "no tools in the request");
     assert.equal(sent.body.messages?.[0]?.content, REVIEWER_SYSTEM_PROMPT);
@@ -128,7 +120,7 @@ describe("the real HTTP path (OpenAI chat completions over loopback)", () => {
     const { r, calls } = await review([{ kind: "verdict", text: "```json\n" + VERDICT.allow + "\n```" }, { kind: "verdict", text: VERDICT.allow }]);
     assert.equal(r.kind, "verdict");
     assert.equal(calls, 2);
-    assert.match(JSON.stringify(lb.received.at(-1)!.body.messages?.[1]?.content), /not in the required format/);
+    assert.match(JSON.stringify(env.lb.received.at(-1)!.body.messages?.[1]?.content), /not in the required format/);
   });
 
   test("a slow stream inside the deadline still gives its verdict", async () => {

@@ -2,23 +2,14 @@
 // loopback server that received the real HTTP request from pi-ai's OpenAI client.
 
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { redact } from "../src/request/redact.ts";
 import { DEFAULT_LIMITS, runReview } from "../src/review/engine.ts";
 import { verdictDenialText } from "../src/review/failure.ts";
 import type { TranscriptItem } from "../src/review/transcript.ts";
-import { loopbackModels, startLoopback, type Loopback } from "./helpers/openai-loopback.ts";
-import { action, makeRegistry, tempAgentDir, VERDICT, type Registry } from "./helpers/review-fixtures.ts";
+import { action, useLoopbackRegistry, VERDICT } from "./helpers/review-fixtures.ts";
 
-let lb: Loopback;
-let reg: Registry;
-before(async () => {
-  lb = await startLoopback();
-  reg = await makeRegistry(tempAgentDir(), loopbackModels(lb.baseUrl));
-});
-after(async () => {
-  await lb.close();
-});
+const env = useLoopbackRegistry();
 
 const SECRETS = {
   openai: "sk-proj-AbCdEfGhIjKlMnOpQrStUvWx1234",
@@ -53,14 +44,14 @@ describe("P11: no secret reaches the reviewer's server", () => {
       { kind: "tool-result", id: "c1", name: "bash", text: `app\nAWS ${SECRETS.aws}\njwt ${SECRETS.jwt}\n${PEM}`, isError: false },
       { kind: "user", text: `and also the jwt ${SECRETS.jwt}, deploy build/app now` },
     ];
-    lb.script([{ kind: "verdict", text: VERDICT.deny }]);
+    env.lb.script([{ kind: "verdict", text: VERDICT.deny }]);
     const r = await runReview(
       { action: action("bash", { command }), transcript, reviewer: { provider: "loop", model: "judge", thinking: "off" } },
-      reg.registry,
+      env.reg.registry,
       { ...DEFAULT_LIMITS, deadlineMs: 5000 },
     );
     assert.equal(r.kind, "verdict");
-    const wire = lb.received.map((x) => x.raw + JSON.stringify(x.headers)).join("\n");
+    const wire = env.lb.received.map((x) => x.raw + JSON.stringify(x.headers)).join("\n");
     assert.ok(wire.includes("build/app"), "the request itself did arrive");
     assert.ok(wire.includes("[REDACTED]"));
     for (const [name, value] of Object.entries(SECRETS)) assert.equal(wire.includes(value), false, `${name} reached the server`);

@@ -10,6 +10,8 @@ import { ModelRegistry, ModelRuntime } from "@earendil-works/pi-coding-agent";
 import { buildRequest, type CanonicalRequest } from "../../src/request/canonical.ts";
 import type { ActionForReview } from "../../src/review/input.ts";
 import type { ReviewerId } from "../../src/review/types.ts";
+import { after, before } from "node:test";
+import { loopbackModels, startLoopback, type Loopback } from "./openai-loopback.ts";
 
 export const VERDICT = {
   allow: '{"risk_level":"low","user_authorization":"high","outcome":"allow","rationale":"The user asked for exactly this."}',
@@ -83,4 +85,20 @@ export function action(tool: string, input: unknown, extra: Partial<ActionForRev
 export function userText(context: { messages: readonly { role: string; content: unknown }[] }): string {
   const m = context.messages.find((x) => x.role === "user");
   return typeof m?.content === "string" ? m.content : JSON.stringify(m?.content);
+}
+
+/**
+ * For a test file that reviews over real HTTP: a loopback OpenAI chat-completions server, and Pi's
+ * registry with it registered through models.json, for the whole file.
+ */
+export function useLoopbackRegistry(): { lb: Loopback; reg: Registry } {
+  const env = {} as { lb: Loopback; reg: Registry };
+  before(async () => {
+    env.lb = await startLoopback();
+    env.reg = await makeRegistry(tempAgentDir(), loopbackModels(env.lb.baseUrl));
+  });
+  after(async () => {
+    await env.lb.close();
+  });
+  return env;
 }
