@@ -1,0 +1,155 @@
+// What a staged command actually did to each staged root, read from its upper layer right after
+// it ended (all its processes gone) and before the holder lets the merged view go.
+//
+// The upper layer alone says what was written: new and changed entries are ordinary files there.
+// What was removed is harder: a removed lower file leaves a whiteout, but a lower directory that was
+// removed and made again is marked opaque with an extended attribute Node cannot read. So for every
+// directory that exists in both layers, the lower entries missing from the merged view are the
+// removed ones: one comparison covers whiteouts and opaque directories alike.
+//
+// Plain data out (it crosses the spawner's IPC channel): judging happens elsewhere.
+
+import { lstatSync, readdirSync, type BigIntStats, type Stats } from "node:fs";
+import { join } from "node:path";
+import { isRegenerableName } from "../policy/places.ts";
+import { identityOf, type Identity } from "./identity.ts";
+import { readRefs, type RefSnapshot } from "./git/refs.ts";
+
+export type EntryType = "file" | "dir" | "symlink" | "other";
+
+export type Change =
+  /** An entry the command wrote: new (`before` null) or replacing what the lower layer had. */
+  | {
+      readonly op: "write";
+      readonly rel: string;
+      readonly type: EntryType;
+      readonly before: EntryType | null;
+      /** The lower entry as it was when the command ended (null: none). */
+      readonly beforeId: Identity | null;
+      readonly size: number;
+      readonly mode: number;
+      readonly newTree?: boolean;
+    }
+  /** A lower entry the command removed (a directory: with everything below it). */
+  | { readonly op: "delete"; readonly rel: string; readonly before: EntryType; readonly beforeId: Identity };
+
+export interface RootFacts {
+  readonly root: string;
+  readonly upper: string;
+  readonly changes: readonly Change[];
+  /** More entries than the bound: the change set is incomplete and cannot be applied piecemeal. */
+  readonly truncated: boolean;
+  /** The refs of each git dir the command touched, as the merged view showed them after it. */
+  readonly gitAfter: readonly GitAfter[];
+}
+
+export interface GitAfter {
+  /** The git dir's real (lower) path. */
+  readonly gitDir: string;
+  readonly refs: RefSnapshot | undefined;
+}
+
+export interface FactsPlanRoot {
+  readonly root: string;
+  readonly upper: string;
+  readonly merged: string;
+  /** Git dirs inside this root (real paths) whose refs are read after the command, when it touched them. */
+  readonly gitDirs?: readonly string[];
+}
+
+export type StagedFacts = { readonly ok: true; readonly roots: readonly RootFacts[] } | { readonly ok: false; readonly reason: string };
+
+export const MAX_CHANGES = 200_000;
+
+export function entryType(st: Stats | BigIntStats): EntryType {
+  if (st.isFile()) return "file";
+  if (st.isDirectory()) return "dir";
+  if (st.isSymbolicLink()) return "symlink";
+  return "other";
+}
+
+/** A whiteout: the overlay's mark for a removed lower entry (a character device 0/0). */
+export function isWhiteout(st: Stats): boolean {
+  return st.isCharacterDevice() && st.rdev === 0;
+}
+
+const lstat = (p: string): BigIntStats | undefined => {
+  try {
+    return lstatSync(p, { bigint: true, throwIfNoEntry: false });
+  } catch {
+    return undefined; // ENOTDIR: a file on the way
+  }
+};
+
+/**
+ * Collect the changes of each root. `viewPrefix` makes a merged path readable from here: the
+ * holder's `/proc/<pid>/root` (its mount namespace), or "" where the merged view is mounted here.
+ */
+export function collectFacts(roots: readonly FactsPlanRoot[], viewPrefix: string, max = MAX_CHANGES): StagedFacts {
+  try {
+    return { ok: true, roots: roots.map((r) => collectRoot(r, viewPrefix, max)) };
+  } catch (e) {
+    return { ok: false, reason: `the staged changes could not be read: ${(e as Error).message}` };
+  }
+}
+
+function collectRoot(r: FactsPlanRoot, viewPrefix: string, max: number): RootFacts {
+  const changes: Change[] = [];
+  let truncated = false;
+  const push = (c: Change) => {
+    if (changes.length >= max) truncated = true;
+    else changes.push(c);
+  };
+  const merged = viewPrefix + r.merged;
+  // Directories to visit, relative to the root ("" is the root itself, present in both layers).
+  const stack: Array<{ rel: string; both: boolean }> = [{ rel: "", both: true }];
+  while (stack.length > 0 && !truncated) {
+    const { rel, both } = stack.pop()!;
+    const upperDir = rel === "" ? r.upper : join(r.upper, rel);
+    const names = readdirSync(upperDir);
+    if (both) {
+      // Lower entries the merged view no longer has: removed (whiteout or opaque directory).
+      let lowerNames: string[] = [];
+      try {
+        lowerNames = readdirSync(rel === "" ? r.root : join(r.root, rel));
+      } catch {
+        lowerNames = [];
+      }
+      if (lowerNames.length > 0) {
+        const now = new Set(readdirSync(rel === "" ? merged : join(merged, rel)));
+        for (const n of lowerNames) {
+          if (now.has(n)) continue;
+          const st = lstat(join(r.root, rel, n));
+          if (st) push({ op: "delete", rel: join(rel, n), before: entryType(st), beforeId: identityOf(st) });
+        }
+      }
+    }
+    for (const n of names) {
+      const childRel = rel === "" ? n : join(rel, n);
+      const up = lstatSync(join(upperDir, n));
+      if (isWhiteout(up)) continue; // counted above, from the merged view
+      const low = both ? lstat(join(r.root, childRel)) : undefined;
+      const lowType = low ? entryType(low) : null;
+      if (up.isDirectory()) {
+        if (lowType === "dir") {
+          stack.push({ rel: childRel, both: true });
+          continue;
+        }
+        // A new directory: everything below it is new too. A regenerable one (node_modules, dist)
+        // is taken whole, unlisted: nothing in it is judged.
+        const regenerable = isRegenerableName(n);
+        push({ op: "write", rel: childRel, type: "dir", before: lowType, beforeId: low ? identityOf(low) : null, size: 0, mode: up.mode & 0o7777, newTree: true });
+        if (!regenerable) stack.push({ rel: childRel, both: false });
+        continue;
+      }
+      push({ op: "write", rel: childRel, type: entryType(up), before: lowType, beforeId: low ? identityOf(low) : null, size: up.size, mode: up.mode & 0o7777 });
+    }
+  }
+  const gitAfter: GitAfter[] = [];
+  for (const g of r.gitDirs ?? []) {
+    const rel = g === r.root ? "" : g.slice(r.root.length + 1);
+    if (!changes.some((c) => rel === "" || c.rel === rel || c.rel.startsWith(rel + "/"))) continue;
+    gitAfter.push({ gitDir: g, refs: readRefs(rel === "" ? merged : join(merged, rel)) });
+  }
+  return { root: r.root, upper: r.upper, changes, truncated, gitAfter };
+}

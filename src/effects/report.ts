@@ -1,0 +1,88 @@
+// What a staged command's effects came to, in words: for the model (next to the command's own
+// output), for the reviewer (the concrete summary of what is held), and for the CLI's stderr.
+
+import { relative } from "node:path";
+import type { EffectReport } from "./settle.ts";
+import type { EffectJudgement, HeldItem, LostFile } from "./judge.ts";
+
+const MAX_ITEMS = 12;
+
+function kb(n: number): string {
+  return n < 1024 ? `${n} B` : n < 2 ** 20 ? `${(n / 1024).toFixed(1)} KB` : `${(n / 2 ** 20).toFixed(1)} MB`;
+}
+
+function list<T>(items: readonly T[], show: (t: T) => string): string {
+  const shown = items.slice(0, MAX_ITEMS).map(show).join(", ");
+  return items.length > MAX_ITEMS ? `${shown}, and ${items.length - MAX_ITEMS} more` : shown;
+}
+
+/** A path as the workspace names it. */
+const relIn = (ws: string) => (p: string) => (ws && (p === ws || p.startsWith(`${ws}/`)) ? relative(ws, p) || "." : p);
+
+function lostText(f: LostFile, rel: (p: string) => string): string {
+  const what = f.how === "deleted" ? "deleted" : f.how === "emptied" ? "emptied" : "overwritten";
+  return `${rel(f.path)} (${what}, ${kb(f.bytes)} ${f.tracked ? "of uncommitted changes" : "untracked"})`;
+}
+
+export function heldItemText(h: HeldItem, rel: (p: string) => string = (p) => p): string {
+  switch (h.kind) {
+    case "protected-name":
+      return `changes a protected path: ${rel(h.path)} (under ${h.entry})`;
+    case "lost-content":
+      return `loses ${kb(h.bytes)} of content git cannot give back: ${list(h.files, (f) => lostText(f, rel))}`;
+    case "git-ref":
+      return `${h.change === "replace-ref" ? "adds or changes" : h.change === "moved" ? "moves" : h.change === "deleted" ? "deletes" : "rewrites"} ${h.ref}: ${h.detail}`;
+    case "git-file":
+      return `changes ${rel(h.path)} in git's own folder: ${h.detail}`;
+    case "persistence":
+      return `changes ${rel(h.path)}, a file that runs code or holds credentials later`;
+    case "too-many-changes":
+      return `changes more than ${h.count} entries, too many to judge one by one`;
+  }
+}
+
+/** The concrete summary of what is held, for the reviewer and the model. */
+export function heldSummary(j: Extract<EffectJudgement, { verdict: "apply" | "hold" }>, workspace = ""): string {
+  const rel = relIn(workspace);
+  const lines = j.held.map((h) => `- ${heldItemText(h, rel)}`);
+  const c = j.counts;
+  lines.push(`(in all the command created ${c.created}, changed ${c.modified} and removed ${c.deleted} entries${c.gitChanged ? `, and ${c.gitChanged} in git's folder` : ""})`);
+  return lines.join("\n");
+}
+
+function countsText(j: Extract<EffectJudgement, { verdict: "apply" | "hold" }>): string {
+  const c = j.counts;
+  const parts = [c.created && `${c.created} created`, c.modified && `${c.modified} changed`, c.deleted && `${c.deleted} removed`, c.gitChanged && `${c.gitChanged} in .git`].filter(Boolean);
+  return parts.length > 0 ? parts.join(", ") : "no files";
+}
+
+/** The text appended to the command's output; empty when the command changed nothing. */
+export function reportText(r: EffectReport, workspace: string): string {
+  const rel = relIn(workspace);
+  {
+    const out: string[] = [];
+    if (r.outcome === "nothing") return "";
+    if (r.outcome === "applied") {
+      const j = r.judgement;
+      out.push(`[auto mode] The command ran on a staged copy of the workspace; its changes were applied (${countsText(j)}).${r.reviewed !== undefined ? ` They were held first, and the reviewer allowed them: ${r.reviewed}` : ""}`);
+      if (j.smallLoss.length > 0) out.push(`[auto mode] It removed or overwrote content git cannot give back: ${list(j.smallLoss, (f) => lostText(f, rel))}; the user can restore it with /perm-undo.`);
+      if (r.result.conflicts.length > 0 || j.conflicts.length > 0)
+        out.push(`[auto mode] Not applied, because they also changed outside the sandbox: ${list([...j.conflicts, ...r.result.conflicts], (c) => `${rel(c.path)} (${c.detail})`)}.`);
+      if (j.skipped.length > 0) out.push(`[auto mode] Not applied: ${list(j.skipped, (s) => `${rel(s.path)} (${s.why})`)}.`);
+      return out.join("\n");
+    }
+    if (r.why === "held") {
+      const j = r.judgement as Extract<EffectJudgement, { verdict: "apply" | "hold" }>;
+      out.push("[auto mode] The command ran on a staged copy of the workspace and none of its changes were applied: they were held because the command");
+      out.push(heldSummary(j, workspace));
+      out.push(
+        r.noReviewer
+          ? "No reviewer is configured, so held changes are discarded (the user can set one with /perm-auto-model). Do not try to get the same effect another way; if it is needed, ask the user."
+          : `The reviewer did not allow them: ${r.rationale ?? "no reason given"}. Do not try to get the same effect another way; if it is needed, ask the user.`,
+      );
+      return out.join("\n");
+    }
+    if (r.why === "stopped") return `[auto mode] The command was stopped (${r.detail}), so none of its changes to the workspace were applied.`;
+    return `[auto mode] None of the command's changes to the workspace were applied: ${r.detail}.`;
+  }
+}

@@ -1,0 +1,79 @@
+// From a staged run that ended to what happens to its effects: judge them, ask the reviewer about
+// held ones, apply or discard, and say what happened. Core: the reviewer arrives as an interface
+// (the Pi edge builds it from the session's reviewer; the CLI has none, so held effects are
+// discarded there), and nothing here imports Pi.
+
+import type { Places } from "../policy/places.ts";
+import type { StageRun } from "../sandbox/stage.ts";
+import { applyEffects, type ApplyResult } from "./apply.ts";
+import type { StagedFacts } from "./facts.ts";
+import { judgeEffects, type EffectJudgement } from "./judge.ts";
+import { heldSummary } from "./report.ts";
+import { effectPolicy } from "./rules.ts";
+import type { EffectStore } from "./store.ts";
+import type { UndoBounds } from "./undo.ts";
+import { agentCreatedIn } from "./provenance.ts";
+
+/** The reviewer's answer on held effects. Anything but an explicit allow discards them. */
+export type HeldVerdict = { readonly allow: true; readonly rationale: string } | { readonly allow: false; readonly rationale: string; readonly noReviewer?: boolean };
+
+export interface HeldReviewer {
+  review(held: { readonly command: string; readonly summary: string }, signal?: AbortSignal): Promise<HeldVerdict>;
+}
+
+export interface SettleRequest {
+  readonly run: StageRun;
+  readonly startCtimeNs: bigint;
+  readonly facts: StagedFacts;
+  readonly places: Places;
+  readonly protectedGlobs: readonly string[];
+  readonly command: string;
+  readonly store: EffectStore;
+  readonly bounds: UndoBounds;
+  readonly reviewer?: HeldReviewer;
+  readonly signal?: AbortSignal;
+}
+
+export type EffectReport =
+  | { readonly outcome: "nothing" }
+  | { readonly outcome: "applied"; readonly judgement: Extract<EffectJudgement, { verdict: "apply" | "hold" }>; readonly result: ApplyResult; readonly reviewed?: string }
+  | { readonly outcome: "discarded"; readonly why: "held" | "unreadable" | "forbidden" | "stopped" | "failed"; readonly detail: string; readonly judgement?: EffectJudgement; readonly rationale?: string; readonly noReviewer?: boolean };
+
+export async function settleEffects(req: SettleRequest): Promise<EffectReport> {
+  let judgement: EffectJudgement;
+  try {
+    judgement = judgeEffects({
+      run: req.run,
+      startCtimeNs: req.startCtimeNs,
+      facts: req.facts,
+      places: req.places,
+      protectedGlobs: req.protectedGlobs,
+      policy: effectPolicy(),
+      agentCreated: agentCreatedIn(req.store, req.places.workspace),
+    });
+  } catch (e) {
+    // A judge that fails never lets anything through (P5).
+    return { outcome: "discarded", why: "failed", detail: `the effects could not be judged: ${(e as Error).message}` };
+  }
+  if (judgement.verdict === "discard") return { outcome: "discarded", why: req.facts.ok ? "forbidden" : "unreadable", detail: judgement.reason, judgement };
+  if (judgement.ops.length === 0 && judgement.held.length === 0 && judgement.conflicts.length === 0 && judgement.skipped.length === 0) return { outcome: "nothing" };
+  let reviewed: string | undefined;
+  if (judgement.verdict === "hold") {
+    const summary = heldSummary(judgement, req.places.workspace);
+    if (!req.reviewer) return { outcome: "discarded", why: "held", detail: summary, judgement, noReviewer: true, rationale: "no reviewer is configured" };
+    let verdict: HeldVerdict;
+    try {
+      verdict = await req.reviewer.review({ command: req.command, summary }, req.signal);
+    } catch (e) {
+      verdict = { allow: false, rationale: `the review failed (${(e as Error).message})` };
+    }
+    if (!verdict.allow) return { outcome: "discarded", why: "held", detail: summary, judgement, rationale: verdict.rationale, ...(verdict.noReviewer ? { noReviewer: true } : {}) };
+    reviewed = verdict.rationale;
+  }
+  try {
+    const result = await applyEffects({ store: req.store, workspace: req.places.workspace, command: req.command, ops: judgement.ops, bounds: req.bounds });
+    return { outcome: "applied", judgement, result, ...(reviewed !== undefined ? { reviewed } : {}) };
+  } catch (e) {
+    return { outcome: "discarded", why: "failed", detail: `applying the effects failed: ${(e as Error).message}; the next start repairs what was begun`, judgement };
+  }
+}
