@@ -5,10 +5,13 @@ import { getAgentDir } from "@earendil-works/pi-coding-agent";
 import { DECISION_ENTRY_TYPE } from "./audit/decision-record.ts";
 import { registerPermCommands } from "./commands/perm.ts";
 import { registerReviewerCommand } from "./commands/reviewer.ts";
+import { registerUndoCommand } from "./commands/undo.ts";
 import { createReviewService } from "./review/service.ts";
 import { addUsage } from "./review/types.ts";
 import { createUsageLedger } from "./review/usage-ledger.ts";
-import { createReviewHook, REVIEW_ENTRY_TYPE, REVIEW_STATUS_KEY } from "./tools/review-call.ts";
+import { createReviewHook, heldEffectsReviewer, REVIEW_ENTRY_TYPE, REVIEW_STATUS_KEY } from "./tools/review-call.ts";
+import { effectStore } from "./effects/store.ts";
+import { undoBounds } from "./policy/config/load.ts";
 import { loadPolicyConfig } from "./policy/config/load.ts";
 import { followingGlobalState } from "./state/global.ts";
 import { createRuntimeState } from "./state/runtime-state.ts";
@@ -30,7 +33,21 @@ export default function autoMode(pi: ExtensionAPI): void {
   const sandbox = sharedController();
   const sandboxOwner = `session-${randomUUID()}`;
   const admissions = createAdmissionBook();
-  const bashTool = createSandboxedBashTool({ controller: () => sandbox, admissions, settings: () => pi.getSettings() });
+  // The reviewer for held effects and the gate's review hook share one service, ledger and record.
+  const reviews = createReviewService();
+  const ledger = createUsageLedger();
+  let reviewHook: ReturnType<typeof createReviewHook> | undefined;
+  const bashTool = createSandboxedBashTool({
+    controller: () => sandbox,
+    admissions,
+    settings: () => pi.getSettings(),
+    effects: {
+      store: () => effectStore(getAgentDir()),
+      bounds: () => undoBounds(loadPolicyConfig({ agentDir: getAgentDir(), cwd: process.cwd(), home: homedir() })),
+      // Held effects go to the reviewer only while auto mode gates with one configured.
+      reviewer: ({ toolCallId, ctx }) => (reviewHook && runtime.effective("ok") === "auto" ? heldEffectsReviewer(reviewHook, { toolCallId, ctx, home: homedir() }) : undefined),
+    },
+  });
   pi.registerTool(bashTool);
   // Whether another extension's bash replaced ours: it would run contained commands bare (P5).
   // Asked at every use, not once at session_start: a tool can be registered at any time (from a
@@ -81,9 +98,6 @@ export default function autoMode(pi: ExtensionAPI): void {
     if (runtime.backend() === "unavailable" && ctx.hasUI) ctx.ui.notify(`auto mode: the OS sandbox is unavailable, so shell commands are denied: ${backendReason()}`, "warning");
   });
 
-  // The reviewer (issue 4): one service per runtime; its usage is owed to the calls' results.
-  const reviews = createReviewService();
-  const ledger = createUsageLedger();
   // Admitted calls that have not finished: the gate never runs a call whose judgement another one may make stale.
   const inFlight = createCallsInFlight();
   pi.on("tool_execution_end", (event) => inFlight.finish(event.toolCallId));
@@ -130,7 +144,7 @@ export default function autoMode(pi: ExtensionAPI): void {
         pi.appendEntry(DECISION_ENTRY_TYPE, r);
         refresh(ctx);
       },
-      review: createReviewHook({ runtime, service: reviews, ledger, record: (r) => pi.appendEntry(REVIEW_ENTRY_TYPE, r) }),
+      review: (reviewHook = createReviewHook({ runtime, service: reviews, ledger, record: (r) => pi.appendEntry(REVIEW_ENTRY_TYPE, r) })),
       off: refresh,
       // An escalation is reviewed through the same hook as a review route (tool-call-gate.ts); this reviewer only answers where none can run.
       sandbox: createSandboxGateLink({ admissions, reviewer: () => NO_REVIEWER }),
@@ -141,4 +155,5 @@ export default function autoMode(pi: ExtensionAPI): void {
   const abortReviews = (reason: string) => reviews.abortAll(reason);
   registerPermCommands(pi, { runtime, refresh, onModeChange: abortReviews });
   registerReviewerCommand(pi, { runtime, refresh, onModeChange: abortReviews, onReviewerChange: abortReviews });
+  registerUndoCommand(pi);
 }

@@ -2,6 +2,7 @@
 // Another extension can register `bash` at any time (not only before session_start); if its
 // definition is the one Pi runs, a sandbox-routed command would run bare (P5, P6).
 
+import { UNSTAGED_STAGING } from "./helpers/effects.ts";
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
@@ -22,6 +23,7 @@ function fakeDriver(execs: string[]): SandboxDriver {
     name: "fake",
     platform: "linux",
     check: () => ({ ok: true, notes: [] }),
+    stagingCheck: () => UNSTAGED_STAGING,
     prepare: (req) => ({ spec: { file: "fake", args: [req.command], env: {}, cwd: req.cwd, startedFd: 4 }, layout: undefined as never, release() {} }),
     async exec(spec) {
       execs.push(spec.args[0]!);
@@ -43,7 +45,7 @@ const sandboxed: string[] = [];
 const harnesses: PiHarness[] = [];
 before(() => {
   resetSharedController();
-  sharedController(() => createController({ platform: "linux", driver: fakeDriver(sandboxed), probe: async () => ({ ok: true, ms: 1, driver: "fake", notes: [] }) }));
+  sharedController(() => createController({ platform: "linux", driver: fakeDriver(sandboxed), probe: async () => ({ ok: true, ms: 1, driver: "fake", notes: [], staging: UNSTAGED_STAGING }) }));
 });
 after(async () => {
   for (const h of harnesses) await h.dispose();

@@ -2,6 +2,7 @@
 // handler throws, with the error's message as the tool result; the model must still read that
 // automatic policy stopped it (P4), and the message must not carry a secret out (P11).
 
+import { testEffects } from "./helpers/effects.ts";
 import assert from "node:assert/strict";
 import { tmpdir } from "node:os";
 import { describe, test } from "node:test";
@@ -47,7 +48,7 @@ describe("audit: a failure inside the gate denies in auto mode's words", () => {
   });
 
   test("the bash tool's own refusals say automatic policy, not the user", async () => {
-    const tool = createSandboxedBashTool({ controller: () => createController({ platform: "win32" }), admissions: createAdmissionBook(), settings: () => ({}) });
+    const tool = createSandboxedBashTool({ controller: () => createController({ platform: "win32" }), admissions: createAdmissionBook(), settings: () => ({}), effects: testEffects() });
     await assert.rejects(
       tool.execute("never-gated", { command: "ls" } as never, undefined, undefined, { cwd: tmpdir() } as unknown as ExtensionToolContext),
       /automatic policy \(not by the user\).*did not pass auto mode's gate/,

@@ -173,10 +173,10 @@ describe("config files: layering and precedence", () => {
     assert.deepEqual(pick(decideIn(e, "read", { path: "src/index.ts" })), ["allow", "read-only"]);
   });
 
-  test("a user allow rule lets a contained command run outside the sandbox without review", () => {
+  test("a user allow rule lets a contained command run without review, still inside the sandbox", () => {
     const e = env();
     writeFileSync(e.userFile, json({ version: 1, rules: { allow: [{ command: "curl https://example.com*" }] } }));
-    assert.deepEqual(pick(decideIn(e, "bash", { command: "curl https://example.com" })), ["allow", "user-allow-rule"]);
+    assert.deepEqual(pick(decideIn(e, "bash", { command: "curl https://example.com" })), ["sandbox", "user-allow-rule"]);
     assert.deepEqual(pick(decideIn(e, "bash", { command: "curl https://example.com/x" }, "review-only")), ["allow", "user-allow-rule"]);
   });
 
@@ -214,7 +214,7 @@ describe("config files: layering and precedence", () => {
     assert.deepEqual(pick(decideIn(e, "mcp__db__drop_table", {})), ["deny", "user-deny-rule"]);
     assert.deepEqual(pick(decideIn(e, "bash", { command: "make deploy-prod" })), ["deny", "user-deny-rule"]);
     assert.deepEqual(pick(decideIn(e, "bash", { command: "echo ok && make deploy" })), ["deny", "user-deny-rule"]);
-    assert.deepEqual(pick(decideIn(e, "bash", { command: "make build" })), ["allow", "user-allow-rule"]);
+    assert.deepEqual(pick(decideIn(e, "bash", { command: "make build" })), ["sandbox", "user-allow-rule"]);
   });
 
   test("project protectedPaths make in-workspace writes reviewed; they cannot unprotect anything", () => {
@@ -310,7 +310,7 @@ describe("config files: layering and precedence", () => {
   test("a bash allow rule with a path needs every path the script names inside it", () => {
     const e = env();
     writeFileSync(e.userFile, json({ version: 1, rules: { allow: [{ command: "cp *", path: "src/**" }] } }));
-    assert.deepEqual(pick(decideIn(e, "bash", { command: "cp src/a.ts src/b.ts" })), ["allow", "user-allow-rule"]);
+    assert.deepEqual(pick(decideIn(e, "bash", { command: "cp src/a.ts src/b.ts" })), ["sandbox", "user-allow-rule"]);
     assert.notEqual(decideIn(e, "bash", { command: `cp src/a.ts ${e.root}/elsewhere.ts` }).reason, "user-allow-rule");
   });
 

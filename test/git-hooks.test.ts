@@ -13,21 +13,24 @@ import { decide } from "../src/policy/gate.ts";
 const w = buildEvalWorkspace();
 after(() => w.dispose());
 
-function route(command: string, backend: "sandboxed" | "review-only" = "sandboxed"): string {
+function route(command: string, backend: "sandboxed" | "sandboxed-unstaged" | "review-only" = "sandboxed"): string {
   const d = decide("bash", { command }, evalGate(w), backend).decision;
   return `${d.route}/${d.reason}`;
 }
 
-describe("git hooks and unsandboxed git", () => {
-  test("without hooks, a local commit runs outside the sandbox unreviewed", () => {
-    assert.equal(route("git add -A && git commit -m wip"), "allow/git-local");
+describe("git hooks and local git", () => {
+  test("without hooks, a local commit runs in the sandbox over the staged workspace, unreviewed", () => {
+    assert.equal(route("git add -A && git commit -m wip"), "sandbox/sandboxed");
+    // Where nothing can be staged, a git write needs review; never the host (P6, P7).
+    assert.equal(route("git add -A && git commit -m wip", "sandboxed-unstaged"), "review/git-local");
+    assert.equal(route("git add -A && git commit -m wip", "review-only"), "allow/git-local");
   });
 
   test("sample hooks and non-executable files do not count", () => {
     writeFileSync(join(w.ws, ".git", "hooks", "pre-commit.sample"), "#!/bin/sh\n");
     chmodSync(join(w.ws, ".git", "hooks", "pre-commit.sample"), 0o755);
     writeFileSync(join(w.ws, ".git", "hooks", "notes.txt"), "not a hook\n");
-    assert.equal(route("git commit -m wip"), "allow/git-local");
+    assert.equal(route("git commit -m wip"), "sandbox/sandboxed");
   });
 
   test("an active hook makes hook-running commands need review, under both backends", () => {
@@ -38,7 +41,7 @@ describe("git hooks and unsandboxed git", () => {
       assert.equal(route("git commit -m wip"), "review/git-hooks");
       assert.equal(route("git merge feature", "review-only"), "review/git-hooks");
       assert.equal(route("git switch -c topic"), "review/git-hooks");
-      assert.equal(route("git add -A"), "allow/git-local", "add runs no hooks");
+      assert.equal(route("git add -A"), "sandbox/sandboxed", "add runs no hooks");
       assert.equal(route("git status"), "sandbox/sandboxed", "reads stay sandboxed");
     } finally {
       chmodSync(hook, 0o644);
@@ -73,6 +76,7 @@ describe("nested repositories", () => {
     writeFileSync(join(sub, ".git", "HEAD"), "ref: refs/heads/main\n");
     assert.equal(route("cd vendor/lib && git commit -m wip"), "sandbox/sandboxed");
     assert.equal(route("git -C vendor/lib commit -m wip"), "sandbox/sandboxed");
-    assert.equal(route("cd src && git stash"), "allow/git-local", "a plain subdirectory of the workspace repository is fine");
+    assert.equal(route("cd src && git stash"), "sandbox/sandboxed", "a plain subdirectory of the workspace repository is fine");
+    assert.equal(route("cd src && git stash", "review-only"), "allow/git-local");
   });
 });

@@ -3,48 +3,60 @@
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { BACKENDS } from "../src/policy/types.ts";
+import { BACKENDS, type Backend } from "../src/policy/types.ts";
 import { CONFIG_HEALTHS, effectiveMode, STATUS_LABELS, statusLabel, type ConfigHealth, type EffectiveMode, type ModeInputs } from "../src/state/effective.ts";
 import { MODE_ENTRY_TYPE, restoredMode, type SessionStartReason } from "../src/state/session.ts";
 
 // enabled, config, requested, backend -> effective mode (the reviewer flag never changes the mode).
 // "fault": the user's auto-mode.json is invalid; "state-fault": the durable global state is damaged,
 // so the enabled flag itself is unknown and cannot turn the gate off.
-const TRUTH: ReadonlyArray<[boolean, ConfigHealth, "auto" | "unrestricted", "sandboxed" | "review-only" | "unavailable", EffectiveMode]> = [
+const TRUTH: ReadonlyArray<[boolean, ConfigHealth, "auto" | "unrestricted", Backend, EffectiveMode]> = [
   [false, "ok", "auto", "sandboxed", "off"],
+  [false, "ok", "auto", "sandboxed-unstaged", "off"],
   [false, "ok", "auto", "review-only", "off"],
   [false, "ok", "auto", "unavailable", "off"],
   [false, "ok", "unrestricted", "sandboxed", "off"],
+  [false, "ok", "unrestricted", "sandboxed-unstaged", "off"],
   [false, "ok", "unrestricted", "review-only", "off"],
   [false, "ok", "unrestricted", "unavailable", "off"],
   [false, "fault", "auto", "sandboxed", "off"],
+  [false, "fault", "auto", "sandboxed-unstaged", "off"],
   [false, "fault", "auto", "review-only", "off"],
   [false, "fault", "auto", "unavailable", "off"],
   [false, "fault", "unrestricted", "sandboxed", "off"],
+  [false, "fault", "unrestricted", "sandboxed-unstaged", "off"],
   [false, "fault", "unrestricted", "review-only", "off"],
   [false, "fault", "unrestricted", "unavailable", "off"],
   [false, "state-fault", "auto", "sandboxed", "auto-config-fault"],
+  [false, "state-fault", "auto", "sandboxed-unstaged", "auto-config-fault"],
   [false, "state-fault", "auto", "review-only", "auto-config-fault"],
   [false, "state-fault", "auto", "unavailable", "auto-config-fault"],
   [false, "state-fault", "unrestricted", "sandboxed", "auto-config-fault"],
+  [false, "state-fault", "unrestricted", "sandboxed-unstaged", "auto-config-fault"],
   [false, "state-fault", "unrestricted", "review-only", "auto-config-fault"],
   [false, "state-fault", "unrestricted", "unavailable", "auto-config-fault"],
   [true, "state-fault", "auto", "sandboxed", "auto-config-fault"],
+  [true, "state-fault", "auto", "sandboxed-unstaged", "auto-config-fault"],
   [true, "state-fault", "auto", "review-only", "auto-config-fault"],
   [true, "state-fault", "auto", "unavailable", "auto-config-fault"],
   [true, "state-fault", "unrestricted", "sandboxed", "auto-config-fault"],
+  [true, "state-fault", "unrestricted", "sandboxed-unstaged", "auto-config-fault"],
   [true, "state-fault", "unrestricted", "review-only", "auto-config-fault"],
   [true, "state-fault", "unrestricted", "unavailable", "auto-config-fault"],
   [true, "fault", "auto", "sandboxed", "auto-config-fault"],
+  [true, "fault", "auto", "sandboxed-unstaged", "auto-config-fault"],
   [true, "fault", "auto", "review-only", "auto-config-fault"],
   [true, "fault", "auto", "unavailable", "auto-config-fault"],
   [true, "fault", "unrestricted", "sandboxed", "auto-config-fault"],
+  [true, "fault", "unrestricted", "sandboxed-unstaged", "auto-config-fault"],
   [true, "fault", "unrestricted", "review-only", "auto-config-fault"],
   [true, "fault", "unrestricted", "unavailable", "auto-config-fault"],
   [true, "ok", "unrestricted", "sandboxed", "unrestricted"],
+  [true, "ok", "unrestricted", "sandboxed-unstaged", "unrestricted"],
   [true, "ok", "unrestricted", "review-only", "unrestricted"],
   [true, "ok", "unrestricted", "unavailable", "unrestricted"],
   [true, "ok", "auto", "sandboxed", "auto"],
+  [true, "ok", "auto", "sandboxed-unstaged", "auto"],
   [true, "ok", "auto", "review-only", "auto-review-only"],
   [true, "ok", "auto", "unavailable", "auto-sandbox-unavailable"],
 ];
@@ -83,7 +95,9 @@ describe("P16: the status line shows the true effective state", () => {
       const label = statusLabel({ enabled, configHealth, requested, backend, reviewerConfigured: false });
       assert.ok(label.startsWith(STATUS_LABELS[expected]), label);
       assert.equal(label.includes("no reviewer"), expected === "auto" || expected === "auto-review-only" || expected === "auto-sandbox-unavailable");
-      assert.equal(statusLabel({ enabled, configHealth, requested, backend, reviewerConfigured: true }), STATUS_LABELS[expected]);
+      // A sandbox that writes the workspace in place says so after the mode.
+      const unstaged = expected === "auto" && backend === "sandboxed-unstaged" ? " · not staged" : "";
+      assert.equal(statusLabel({ enabled, configHealth, requested, backend, reviewerConfigured: true }), `${STATUS_LABELS[expected]}${unstaged}`);
     }
   });
 });

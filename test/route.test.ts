@@ -14,54 +14,52 @@ import { BACKENDS, CLASS_RANK, type CommandClass, type ReasonCode, type Route } 
 const KINDS: readonly ToolKind[] = ["bash", "file", "uncontained-shell", "other"];
 const CLASSES = Object.keys(CLASS_RANK) as CommandClass[];
 
-type Row = readonly [Route, Route, Route]; // sandboxed, review-only, unavailable
+type Row = readonly [Route, Route, Route, Route]; // sandboxed, sandboxed-unstaged, review-only, unavailable
 
 /** The expected route for every combination, written out rather than computed. */
 const EXPECTED: Readonly<Record<ToolKind, Readonly<Record<CommandClass, Row>>>> = {
+  // No bash call routes allow under a sandboxed backend (P6, P7); git writes need review only
+  // where the workspace cannot be staged.
   bash: {
-    read: ["sandbox", "allow", "deny"],
-    "workspace-write": ["sandbox", "allow", "deny"],
-    cleanup: ["sandbox", "allow", "deny"],
-    "git-local": ["allow", "allow", "deny"],
-    trusted: ["allow", "allow", "deny"],
-    build: ["sandbox", "allow", "deny"],
-    contain: ["sandbox", "review", "deny"],
-    review: ["review", "review", "deny"],
-    deny: ["deny", "deny", "deny"],
+    read: ["sandbox", "sandbox", "allow", "deny"],
+    "workspace-write": ["sandbox", "sandbox", "allow", "deny"],
+    cleanup: ["sandbox", "sandbox", "allow", "deny"],
+    "git-local": ["sandbox", "review", "allow", "deny"],
+    build: ["sandbox", "sandbox", "allow", "deny"],
+    contain: ["sandbox", "sandbox", "review", "deny"],
+    review: ["review", "review", "review", "deny"],
+    deny: ["deny", "deny", "deny", "deny"],
   },
   file: {
-    read: ["allow", "allow", "allow"],
-    "workspace-write": ["allow", "allow", "allow"],
-    cleanup: ["allow", "allow", "allow"],
-    "git-local": ["allow", "allow", "allow"],
-    trusted: ["allow", "allow", "allow"],
-    build: ["allow", "allow", "allow"],
-    contain: ["review", "review", "review"],
-    review: ["review", "review", "review"],
-    deny: ["deny", "deny", "deny"],
+    read: ["allow", "allow", "allow", "allow"],
+    "workspace-write": ["allow", "allow", "allow", "allow"],
+    cleanup: ["allow", "allow", "allow", "allow"],
+    "git-local": ["allow", "allow", "allow", "allow"],
+    build: ["allow", "allow", "allow", "allow"],
+    contain: ["review", "review", "review", "review"],
+    review: ["review", "review", "review", "review"],
+    deny: ["deny", "deny", "deny", "deny"],
   },
   // PowerShell: never on the host while a sandbox is (or should be) in place, whatever its class.
   "uncontained-shell": {
-    read: ["deny", "allow", "deny"],
-    "workspace-write": ["deny", "allow", "deny"],
-    cleanup: ["deny", "allow", "deny"],
-    "git-local": ["deny", "allow", "deny"],
-    trusted: ["deny", "allow", "deny"],
-    build: ["deny", "allow", "deny"],
-    contain: ["deny", "review", "deny"],
-    review: ["deny", "review", "deny"],
-    deny: ["deny", "deny", "deny"],
+    read: ["deny", "deny", "allow", "deny"],
+    "workspace-write": ["deny", "deny", "allow", "deny"],
+    cleanup: ["deny", "deny", "allow", "deny"],
+    "git-local": ["deny", "deny", "allow", "deny"],
+    build: ["deny", "deny", "allow", "deny"],
+    contain: ["deny", "deny", "review", "deny"],
+    review: ["deny", "deny", "review", "deny"],
+    deny: ["deny", "deny", "deny", "deny"],
   },
   other: {
-    read: ["allow", "allow", "allow"],
-    "workspace-write": ["allow", "allow", "allow"],
-    cleanup: ["allow", "allow", "allow"],
-    "git-local": ["allow", "allow", "allow"],
-    trusted: ["allow", "allow", "allow"],
-    build: ["allow", "allow", "allow"],
-    contain: ["review", "review", "review"],
-    review: ["review", "review", "review"],
-    deny: ["deny", "deny", "deny"],
+    read: ["allow", "allow", "allow", "allow"],
+    "workspace-write": ["allow", "allow", "allow", "allow"],
+    cleanup: ["allow", "allow", "allow", "allow"],
+    "git-local": ["allow", "allow", "allow", "allow"],
+    build: ["allow", "allow", "allow", "allow"],
+    contain: ["review", "review", "review", "review"],
+    review: ["review", "review", "review", "review"],
+    deny: ["deny", "deny", "deny", "deny"],
   },
 };
 
@@ -71,7 +69,6 @@ const REASON: Readonly<Record<CommandClass, ReasonCode>> = {
   "workspace-write": "workspace-write",
   cleanup: "regenerable-cleanup",
   "git-local": "git-local",
-  trusted: "user-allow-rule",
   build: "build-test",
   contain: "network",
   review: "destructive",
@@ -105,8 +102,8 @@ describe("route table", () => {
   test("the table covers every kind, class and backend", () => {
     assert.deepEqual(Object.keys(EXPECTED).sort(), [...KINDS].sort());
     for (const k of KINDS) assert.deepEqual(Object.keys(EXPECTED[k]).sort(), [...CLASSES].sort());
-    assert.deepEqual([...BACKENDS], ["sandboxed", "review-only", "unavailable"]);
-    assert.equal(CLASSES.length, 9);
+    assert.deepEqual([...BACKENDS], ["sandboxed", "sandboxed-unstaged", "review-only", "unavailable"]);
+    assert.equal(CLASSES.length, 8);
   });
 
   for (const kind of KINDS) {
@@ -138,7 +135,7 @@ describe("route table", () => {
       for (const cls of CLASSES)
         for (const backend of BACKENDS) {
           const r = route(judgement(kind, cls), backend, config()).route;
-          if (r === "sandbox") assert.deepEqual([kind, backend], ["bash", "sandboxed"]);
+          if (r === "sandbox") assert.ok(kind === "bash" && (backend === "sandboxed" || backend === "sandboxed-unstaged"), `${kind}/${cls}/${backend}`);
         }
   });
 
@@ -149,9 +146,8 @@ describe("route table", () => {
         for (const lower of CLASSES)
           for (const higher of CLASSES) {
             if (CLASS_RANK[lower] >= CLASS_RANK[higher]) continue;
-            // git-local and trusted must run outside the sandbox: allowed, though ranked above sandboxed work.
-            const outsideOnly = (c: CommandClass) => c === "git-local" || c === "trusted";
-            if (kind === "bash" && backend === "sandboxed" && (outsideOnly(lower) || outsideOnly(higher))) continue;
+            // Unstaged, a git write (ranked below builds) needs review while a build runs contained.
+            if (kind === "bash" && backend === "sandboxed-unstaged" && (lower === "git-local" || higher === "git-local")) continue;
             const a = order[route(judgement(kind, lower), backend, config()).route];
             const b = order[route(judgement(kind, higher), backend, config()).route];
             assert.ok(b >= a, `${kind}/${backend}: ${higher} is looser than ${lower}`);
@@ -209,7 +205,7 @@ describe("route: what comes before the table", () => {
   test("user rule precedence: deny, then review, then allow, then the table", () => {
     for (const kind of KINDS)
       for (const cls of CLASSES)
-        for (const backend of ["sandboxed", "review-only"] as const) {
+        for (const backend of ["sandboxed", "sandboxed-unstaged", "review-only"] as const) {
           const at = (rules: Parameters<typeof config>[0]) => {
             const d = route(judgement(kind, cls), backend, config(rules));
             return [d.route, d.reason];
@@ -221,7 +217,8 @@ describe("route: what comes before the table", () => {
           }
           assert.deepEqual(at({ allow: [ANY], review: [ANY], deny: [ANY] }), ["deny", "user-deny-rule"]);
           assert.deepEqual(at({ allow: [ANY], review: [ANY] }), ["review", "user-review-rule"]);
-          assert.deepEqual(at({ allow: [ANY] }), ["allow", "user-allow-rule"]);
+          // A bash allow rule spares the review, never the sandbox.
+          assert.deepEqual(at({ allow: [ANY] }), [kind === "bash" && backend !== "review-only" ? "sandbox" : "allow", "user-allow-rule"]);
           // A rule that does not match changes nothing.
           const none = { tool: "nothing-matches" };
           const table = route(judgement(kind, cls), backend, config());
@@ -257,9 +254,12 @@ describe("route: what comes before the table", () => {
     const onlyGit = config({ allow: [{ command: "git *" }] });
     assert.deepEqual(pick(route(two, "sandboxed", onlyGit)), ["review", "destructive"]);
     const both = config({ allow: [{ command: "git *" }, { command: "curl *" }] });
-    assert.deepEqual(pick(route(two, "sandboxed", both)), ["allow", "user-allow-rule"]);
+    // An allow rule spares the review, never the sandbox (P7).
+    assert.deepEqual(pick(route(two, "sandboxed", both)), ["sandbox", "user-allow-rule"]);
+    assert.deepEqual(pick(route(two, "sandboxed-unstaged", both)), ["sandbox", "user-allow-rule"]);
+    assert.deepEqual(pick(route(two, "review-only", both)), ["allow", "user-allow-rule"]);
     // A tool-only rule for bash covers every command.
-    assert.deepEqual(pick(route(two, "sandboxed", config({ allow: [{ tool: "bash" }] }))), ["allow", "user-allow-rule"]);
+    assert.deepEqual(pick(route(two, "sandboxed", config({ allow: [{ tool: "bash" }] }))), ["sandbox", "user-allow-rule"]);
   });
 
   test("a bash call with no readable simple command is never allowed by a rule", () => {

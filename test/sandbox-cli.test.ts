@@ -97,7 +97,8 @@ describe("pi-auto-mode doctor: the sandbox", () => {
     assert.ok(d.sandbox.facts.some((f) => /process limit/.test(f)));
     assert.deepEqual(d.sandbox.missing, []);
     const human = await run(["doctor"]);
-    assert.match(human.stdout, /^backend\s+sandboxed: bubblewrap, probe passed in \d+ ms$/m);
+    assert.match(human.stdout, /^backend\s+sandboxed: bubblewrap over a staged workspace \(overlay in a (private|user and) mount namespace.*\), probe passed in \d+ ms$/m);
+    assert.match(human.stdout, /^\s+staging: overlay/m);
     assert.match(human.stdout, /^probe\s+ok in \d+ ms/m);
   });
 });

@@ -3,6 +3,7 @@
 // (P9), backend selection for review-only and unavailable platforms (P5, P16), and how many
 // times an escalated call runs on the host (P7): once when approved, never when denied.
 
+import { testEffects, UNSTAGED_STAGING } from "./helpers/effects.ts";
 import assert from "node:assert/strict";
 import { mkdtempSync, realpathSync, rmSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -21,7 +22,7 @@ import { createRuntimeState } from "../src/state/runtime-state.ts";
 import { createSandboxedBashTool, isActiveBash } from "../src/tools/bash.ts";
 import { createToolCallGate } from "../src/tools/tool-call-gate.ts";
 
-const OK: ProbeResult = { ok: true, ms: 1, driver: "fake", notes: [] };
+const OK: ProbeResult = { ok: true, ms: 1, driver: "fake", notes: [], staging: UNSTAGED_STAGING };
 
 interface Counts {
   probes: number;
@@ -41,6 +42,7 @@ function fakeDriver(
     name: "fake",
     platform: "linux",
     check: () => ({ ok: true, notes: [] }),
+    stagingCheck: () => UNSTAGED_STAGING,
     prepare(req) {
       counts.prepares++;
       opts.prepare?.(req);
@@ -95,7 +97,7 @@ function request(): RunRequest {
   mkdirSync(join(root, "ws"));
   mkdirSync(join(root, "tmp"));
   const places = buildPlaces({ workspace: join(root, "ws"), tmpRoot: join(root, "tmp"), home: root, agentDir: join(root, "agent"), selfPaths: [] });
-  return { command: "true", cwd: join(root, "ws"), scope: { places, protectedGlobs: [] }, env: {}, shell: "/bin/bash" };
+  return { command: "true", cwd: join(root, "ws"), scope: { places, protectedGlobs: [] }, env: {}, shell: "/bin/bash", workspace: "direct" };
 }
 
 const io: SpawnIo = { onData: () => {} };
@@ -141,7 +143,7 @@ describe("backend selection by platform and probe (injected)", () => {
     await Promise.all([c.ready(), c.ready(), c.ready()]);
     await c.ready();
     assert.equal(probes(), 1);
-    assert.equal(c.status().backend, "sandboxed");
+    assert.equal(c.status().backend, "sandboxed-unstaged");
   });
 });
 
@@ -207,7 +209,7 @@ describe("leases and drain", () => {
     assert.deepEqual(await draining, { ok: true });
     assert.deepEqual(await running, { kind: "exited", exitCode: 0 });
     assert.equal(counts.shutdowns, 1);
-    assert.equal(c.status().backend, "sandboxed", "a clean drain leaves the sandbox usable for a later session");
+    assert.equal(c.status().backend, "sandboxed-unstaged", "a clean drain leaves the sandbox usable for a later session");
   });
 
   test("a command still running at the drain deadline is stopped", async () => {
@@ -271,7 +273,7 @@ describe("exactly once (P9): failures are never replayed", () => {
     const { c } = controllerWith(driver);
     await c.ready();
     assert.equal((await c.run(request(), io)).kind, "refused");
-    assert.equal(c.status().backend, "sandboxed");
+    assert.equal(c.status().backend, "sandboxed-unstaged");
     assert.deepEqual(await c.run(request(), io), { kind: "exited", exitCode: 0 });
     assert.equal(counts.execs, 2, "the refused call was not run again: the second is a new call");
   });
@@ -305,7 +307,7 @@ describe("exactly once (P9): failures are never replayed", () => {
     const { c } = controllerWith(driver);
     await c.ready();
     assert.deepEqual(await c.run(request(), io), { kind: "refused", reason: "the workspace / cannot be a writable root" });
-    assert.equal(c.status().backend, "sandboxed");
+    assert.equal(c.status().backend, "sandboxed-unstaged");
     mode = "infra";
     assert.equal((await c.run(request(), io)).kind, "not-started");
     assert.equal(c.status().backend, "unavailable");
@@ -333,7 +335,7 @@ describe("escalation counts through the gate and the bash tool (P7)", () => {
       },
     };
     const gate = createToolCallGate({ runtime, agentDir: () => join(root, "agent"), record: () => {}, sandbox: createSandboxGateLink({ admissions, reviewer: () => reviewer }) });
-    const tool = createSandboxedBashTool({ controller: () => c, admissions, settings: () => ({}), localOperations: () => local }, cwd);
+    const tool = createSandboxedBashTool({ controller: () => c, admissions, settings: () => ({}), localOperations: () => local, effects: testEffects() }, cwd);
     const ctx = { cwd, signal: undefined, hasUI: false, ui: { setStatus() {} }, sessionManager: { getSessionId: () => "s", getSessionFile: () => undefined }, model: undefined } as unknown as ExtensionContext;
     let n = 0;
     const call = async (input: Record<string, unknown>): Promise<{ blocked: string } | { result: unknown }> => {
@@ -419,7 +421,7 @@ describe("escalation counts through the gate and the bash tool (P7)", () => {
   });
 
   test("another extension's bash replacing ours is detected (the backend then counts as unavailable)", () => {
-    const ours = createSandboxedBashTool({ controller: () => createController({ platform: "win32" }), admissions: createAdmissionBook(), settings: () => ({}) });
+    const ours = createSandboxedBashTool({ controller: () => createController({ platform: "win32" }), admissions: createAdmissionBook(), settings: () => ({}), effects: testEffects() });
     assert.equal(isActiveBash([{ name: "read", parameters: {} }, { name: "bash", parameters: ours.parameters }], ours), true);
     assert.equal(isActiveBash([{ name: "bash", parameters: { ...ours.parameters } }], ours), false);
     assert.equal(isActiveBash([{ name: "read", parameters: {} }], ours), true, "no bash at all: nothing to contain");
@@ -431,7 +433,7 @@ describe("escalation counts through the gate and the bash tool (P7)", () => {
     const { driver, counts } = fakeDriver();
     const { c } = controllerWith(driver);
     await c.ready();
-    const tool = createSandboxedBashTool({ controller: () => c, admissions: createAdmissionBook(), settings: () => ({}) });
+    const tool = createSandboxedBashTool({ controller: () => c, admissions: createAdmissionBook(), settings: () => ({}), effects: testEffects() });
     await assert.rejects(tool.execute("never-gated", { command: "ls" } as never, undefined, undefined, { cwd: tmpdir() } as unknown as ExtensionToolContext), /did not pass auto mode's gate/);
     assert.equal(counts.execs, 0);
   });

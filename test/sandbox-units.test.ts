@@ -402,10 +402,13 @@ describe("limits, versions, probe reasons, backend selection, escalation input",
     assert.match(startFailureReason("bwrap: No permissions to create new namespace"), /refuses new namespaces/);
   });
   test("backend: linux and macOS are sandboxed only with a passing probe; elsewhere review-only", () => {
-    const ok = { ok: true, ms: 30, driver: "bubblewrap", notes: [] } as const;
+    const ok = { ok: true, ms: 30, driver: "bubblewrap", notes: [], staging: { available: true, how: "overlay" } } as const;
+    const unstaged = { ...ok, staging: { available: false, reason: "no overlay" } } as const;
     const bad = { ok: false, ms: 3, driver: "bubblewrap", reason: "bubblewrap (bwrap) not installed", missing: [] } as const;
     for (const platform of ["linux", "darwin"]) {
       assert.equal(selectBackend(platform, ok).backend, "sandboxed");
+      assert.equal(selectBackend(platform, unstaged).backend, "sandboxed-unstaged");
+      assert.match(selectBackend(platform, unstaged).reason, /cannot be staged \(no overlay\)/);
       assert.deepEqual(selectBackend(platform, bad), { backend: "unavailable", reason: bad.reason });
       assert.equal(selectBackend(platform, "pending").backend, "unavailable");
       assert.equal(selectBackend(platform, undefined).backend, "unavailable");

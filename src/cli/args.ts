@@ -11,6 +11,8 @@ export interface CommandSpec {
   readonly flags: Readonly<Record<string, FlagKind>>;
   /** Names of the positional arguments, all required, in order. */
   readonly positionals: readonly string[];
+  /** Names of optional positional arguments after the required ones. */
+  readonly optional?: readonly string[];
   /** Whether the words after `--` are accepted. */
   readonly rest: boolean;
 }
@@ -68,8 +70,8 @@ export function parseArgs(command: string, argv: readonly string[], spec: Comman
     positionals.push(arg);
   }
   if (!help) {
-    if (positionals.length > spec.positionals.length)
-      throw new CliError(`${command}: unexpected argument ${JSON.stringify(positionals[spec.positionals.length])}`);
+    const most = spec.positionals.length + (spec.optional?.length ?? 0);
+    if (positionals.length > most) throw new CliError(`${command}: unexpected argument ${JSON.stringify(positionals[most])}`);
     if (positionals.length < spec.positionals.length) throw new CliError(`${command}: missing ${spec.positionals[positionals.length]}`);
   }
   return { help, strings, booleans, positionals, rest };

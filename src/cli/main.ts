@@ -6,11 +6,12 @@ import { ownPackage, runDoctor } from "./doctor.ts";
 import { runEval } from "./eval.ts";
 import { CliError, EXIT, processIo, type Io } from "./io.ts";
 import { runSandbox } from "./sandbox.ts";
+import { runUndo } from "./undo.ts";
 
 /** A subcommand. The command modules load the gate lazily, after their arguments are parsed. */
 type Command = (argv: readonly string[], io: Io) => Promise<number>;
 
-const COMMANDS: Readonly<Record<string, Command>> = { check: runCheck, eval: runEval, doctor: runDoctor, sandbox: runSandbox };
+const COMMANDS: Readonly<Record<string, Command>> = { check: runCheck, eval: runEval, doctor: runDoctor, sandbox: runSandbox, undo: runUndo };
 
 export const MAIN_HELP = `Usage: pi-auto-mode <command> [options]
 
@@ -21,6 +22,7 @@ Commands:
   eval     score a labelled corpus (JSON lines) against a fresh workspace
   doctor   report Node, Pi, agent dir, configuration, backend and reviewer
   sandbox  run one command in the OS sandbox as the agent's bash would: -- COMMAND...
+  undo     undo the last commands whose staged changes auto mode applied: [--cwd DIR] [N]
 
 Options:
   -h, --help     show this help (pi-auto-mode <command> --help for a command's)

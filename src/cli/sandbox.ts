@@ -13,10 +13,13 @@ import { CliError, EXIT, type Io } from "./io.ts";
 export const SANDBOX_HELP = `Usage:
   pi-auto-mode sandbox [--cwd DIR] [--timeout SECONDS] -- COMMAND...
 
-Run one command in the OS sandbox exactly as the agent's bash tool would: writable only in
-DIR (default: the current directory) and the temporary root, protected paths read-only,
-identity secrets hidden, credentials removed from the environment, no network, process and
-memory limits. Output is streamed; the exit status is the command's.
+Run one command in the OS sandbox exactly as the agent's bash tool would: over a staged
+(copy-on-write) copy of DIR (default: the current directory) whose changes are judged when
+the command ends, the temporary root writable, protected paths read-only, identity secrets
+hidden, credentials removed from the environment, no network, process and memory limits.
+Output is streamed; the exit status is the command's. What became of its changes is
+printed on stderr: applied, or held and discarded (there is no reviewer here: changes that
+would destroy uncommitted work, rewrite git history or touch protected paths never land).
 
 One word after -- is a shell command line (pi-auto-mode sandbox -- 'npm test && echo ok');
 several words are one command and its arguments, quoted for you.
@@ -26,13 +29,14 @@ Options:
   --timeout SECONDS  stop the command after this many seconds
   -h, --help         show this help
 
-Exit status: the command's; 124 when it timed out; 125 when the sandbox is unavailable or
-could not run the command (the reason is printed); 130 when interrupted.
+Exit status: the command's; 122 when its changes were held or could not be applied and so
+were discarded; 124 when it timed out; 125 when the sandbox is unavailable or could not run
+the command (the reason is printed); 130 when interrupted.
 `;
 
 const SPEC: CommandSpec = { flags: { cwd: "string", timeout: "string" }, positionals: [], rest: true };
 
-export const SANDBOX_EXIT = { timeout: 124, unavailable: 125, interrupted: 130 } as const;
+export const SANDBOX_EXIT = { discarded: 122, timeout: 124, unavailable: 125, interrupted: 130 } as const;
 
 /** Quote one word for bash. */
 export function shellQuote(word: string): string {
@@ -69,25 +73,55 @@ export async function runSandbox(argv: readonly string[], io: Io): Promise<numbe
     io.err(`pi-auto-mode sandbox: the configuration ${gate.config.path} is invalid (${gate.config.message}); auto mode runs nothing until it is fixed\n`);
     return SANDBOX_EXIT.unavailable;
   }
+  const { effectStore } = await import("../effects/store.ts");
+  const { settleEffects } = await import("../effects/settle.ts");
+  const { reportText } = await import("../effects/report.ts");
+  const { undoBounds } = await import("../policy/config/load.ts");
+  const { repairInterrupted } = await import("./undo.ts");
+  const store = effectStore(agentDir);
+  const bounds = undoBounds(gate.config);
+  await repairInterrupted(store, bounds, io);
   const controller = sharedController();
   const status = await controller.ready();
-  if (status.backend !== "sandboxed") {
+  if (status.backend !== "sandboxed" && status.backend !== "sandboxed-unstaged") {
     io.err(`pi-auto-mode sandbox: no OS sandbox (${status.backend}): ${status.reason}\n`);
     return SANDBOX_EXIT.unavailable;
   }
+  if (status.backend === "sandboxed-unstaged") io.err(`pi-auto-mode sandbox: the workspace cannot be staged here (${status.reason}); the command writes it in place\n`);
   const shell = existsSync("/bin/bash") ? "/bin/bash" : (findOnPath("bash", io.env) ?? "bash");
   const abort = new AbortController();
   const onSignal = () => abort.abort();
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
   try {
+    const command = commandLine(args.rest);
+    const places = gate.judge.places;
     const r = await controller.run(
-      { command: commandLine(args.rest), cwd, scope: { places: gate.judge.places, protectedGlobs: gate.judge.protectedGlobs }, env: io.env, shell },
+      {
+        command,
+        cwd,
+        scope: { places, protectedGlobs: gate.judge.protectedGlobs },
+        env: io.env,
+        shell,
+        workspace: status.backend === "sandboxed" ? "staged" : "direct",
+        // No reviewer here: held effects are discarded (P17).
+        settle: (end) => settleEffects({ ...end, places, protectedGlobs: gate.judge.protectedGlobs, command, store, bounds }),
+      },
       { onData: (b) => io.out(b.toString("utf8")), signal: abort.signal, timeout },
     );
     switch (r.kind) {
-      case "exited":
+      case "exited": {
+        const text = r.effects ? reportText(r.effects, places.workspace) : "";
+        if (text) io.err(`${text}\n`);
+        if (r.effects?.outcome === "discarded") {
+          io.err(`pi-auto-mode sandbox: the command exited with ${r.exitCode}; its changes were not applied\n`);
+          return SANDBOX_EXIT.discarded;
+        }
         return r.exitCode;
+      }
+      case "stopped":
+        io.err(`pi-auto-mode sandbox: ${r.reason}; its changes were not applied\n`);
+        return SANDBOX_EXIT.discarded;
       case "timeout":
         io.err(`pi-auto-mode sandbox: timed out after ${r.seconds} s\n`);
         return SANDBOX_EXIT.timeout;

@@ -5,20 +5,26 @@
 import type { ConfigResult } from "./config/load.ts";
 import type { Judgement, ToolKind } from "./judge.ts";
 import { firstMatch } from "./rules.ts";
-import { decision, type Backend, type CommandClass, type Decision, type Route } from "./types.ts";
+import { decision, isSandboxed, type Backend, type CommandClass, type Decision, type Route } from "./types.ts";
 
-const BASH_TABLE: Readonly<Record<"sandboxed" | "review-only", Readonly<Record<CommandClass, Route>>>> = {
-  sandboxed: {
-    read: "sandbox",
-    "workspace-write": "sandbox",
-    cleanup: "sandbox",
-    build: "sandbox",
-    contain: "sandbox",
-    "git-local": "allow",
-    trusted: "allow",
-    review: "review",
-    deny: "deny",
-  },
+// Under both sandboxed backends no bash call routes `allow`: every shell command runs in the OS
+// sandbox, git included (P6, P7). Only an approved escalation runs on the host.
+const SANDBOXED: Readonly<Record<CommandClass, Route>> = {
+  read: "sandbox",
+  "workspace-write": "sandbox",
+  cleanup: "sandbox",
+  build: "sandbox",
+  contain: "sandbox",
+  "git-local": "sandbox",
+  review: "review",
+  deny: "deny",
+};
+
+const BASH_TABLE: Readonly<Record<"sandboxed" | "sandboxed-unstaged" | "review-only", Readonly<Record<CommandClass, Route>>>> = {
+  sandboxed: SANDBOXED,
+  // Nothing judges a git write's effects when the workspace cannot be staged: it needs review,
+  // and then runs in the sandbox with .git writable but its code-running parts.
+  "sandboxed-unstaged": { ...SANDBOXED, "git-local": "review" },
   "review-only": {
     read: "allow",
     "workspace-write": "allow",
@@ -26,7 +32,6 @@ const BASH_TABLE: Readonly<Record<"sandboxed" | "review-only", Readonly<Record<C
     build: "allow",
     contain: "review",
     "git-local": "allow",
-    trusted: "allow",
     review: "review",
     deny: "deny",
   },
@@ -38,7 +43,6 @@ const OTHER_TABLE: Readonly<Record<CommandClass, Route>> = {
   cleanup: "allow",
   build: "allow",
   "git-local": "allow",
-  trusted: "allow",
   contain: "review",
   review: "review",
   deny: "deny",
@@ -72,12 +76,15 @@ export function route(j: Judgement, backend: Backend, config: ConfigResult): Dec
   }
   if (j.reason !== "malformed-input" && j.reason !== "shell-unparseable" && allowedByRules(j, config)) {
     if (j.kind === "bash" && backend === "unavailable") return unavailable();
+    // A user's allow rule spares the review, never the sandbox.
+    if (j.kind === "bash" && isSandboxed(backend)) return decision("sandbox", "user-allow-rule", sentence(`allowed by the user's rules (${j.detail}); runs inside the sandbox`));
     return decision("allow", "user-allow-rule", sentence(`allowed by the user's rules (${j.detail})`));
   }
   const r = tableRoute(j.kind, j.cls, backend);
   if (j.kind === "bash" && backend === "unavailable") return unavailable();
   if (r === "sandbox") return decision("sandbox", "sandboxed", sentence(`${j.detail}; runs inside the sandbox`));
   if (r === "review" && j.cls === "contain") return decision("review", j.reason, sentence(`${j.detail}; without a sandbox this needs review`));
+  if (r === "review" && j.cls === "git-local") return decision("review", j.reason, sentence(`${j.detail}; this machine cannot stage the workspace, so a git write needs review`));
   return decision(r, j.reason, sentence(j.detail));
 }
 

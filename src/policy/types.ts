@@ -3,10 +3,19 @@
 
 export type Route = "allow" | "sandbox" | "review" | "deny";
 
-/** What runs bash calls: a real OS sandbox, nothing (every risky call is reviewed), or a broken sandbox. */
-export type Backend = "sandboxed" | "review-only" | "unavailable";
+/**
+ * What runs bash calls: the OS sandbox over a staged (copy-on-write) workspace whose effects are
+ * judged when the command ends; the OS sandbox writing the workspace in place (no copy-on-write
+ * mount could be had here); nothing (every risky call is reviewed); or a broken sandbox.
+ */
+export type Backend = "sandboxed" | "sandboxed-unstaged" | "review-only" | "unavailable";
 
-export const BACKENDS: readonly Backend[] = ["sandboxed", "review-only", "unavailable"];
+export const BACKENDS: readonly Backend[] = ["sandboxed", "sandboxed-unstaged", "review-only", "unavailable"];
+
+/** Backends where bash runs inside the OS sandbox. */
+export function isSandboxed(b: Backend): b is "sandboxed" | "sandboxed-unstaged" {
+  return b === "sandboxed" || b === "sandboxed-unstaged";
+}
 
 /**
  * Effect classes of one simple shell command, from harmless to catastrophic. A whole command
@@ -16,8 +25,7 @@ export type CommandClass =
   | "read" // only reads; no writes, no network
   | "workspace-write" // writes statically known paths inside the writable roots
   | "cleanup" // deletes regenerable output (node_modules, dist, ...) inside the workspace
-  | "git-local" // git writing its own metadata (commit, stash, branch): must run outside the sandbox
-  | "trusted" // matched a user allow rule: runs without review, outside the sandbox
+  | "git-local" // git writing its own metadata (commit, stash, branch): staged, or reviewed where nothing can be staged
   | "build" // runs the project's declared build/test/format entry points
   | "contain" // harmless only inside the sandbox: network, writes outside, inline or unknown code
   | "review" // harmful even inside the sandbox: needs a reviewer's judgment
@@ -28,7 +36,6 @@ export const CLASS_RANK: Readonly<Record<CommandClass, number>> = {
   "workspace-write": 1,
   cleanup: 1,
   "git-local": 2,
-  trusted: 2,
   build: 3,
   contain: 4,
   review: 5,
@@ -82,7 +89,9 @@ export type ReasonCode =
   | "config-fault"
   | "sandbox-unavailable"
   | "no-reviewer"
-  | "gate-error";
+  | "gate-error"
+  // effects of a staged command (P17)
+  | "held-effects";
 
 /** The outcome of the deterministic layers for one tool call. */
 export interface Decision {

@@ -2,7 +2,7 @@
 // Pi-free: the tool-call gate passes in what it read from Pi (the transcript, the model
 // registry, the abort signal) and a function that re-reads the binding facts.
 
-import type { Decision } from "../policy/types.ts";
+import { isSandboxed, type Decision } from "../policy/types.ts";
 import type { CanonicalRequest } from "../request/canonical.ts";
 import { redact } from "../request/redact.ts";
 import { clipHead } from "./budget.ts";
@@ -108,8 +108,7 @@ export async function reviewAndAdmit(call: ReviewCall, env: AdmitEnv): Promise<A
   // The linearization point: the verdict is checked against the world as it is now.
   const changed = bindingChange(binding, await env.bindingNow());
   if (changed) return { kind: "deny", text: bindingDenialText(changed), review, binding, changed };
-  // git-hooks: a git-local command (it writes .git, which the sandbox keeps read-only) whose hooks
-  // the reviewer has just judged; it runs where git-local commands run, outside the sandbox.
-  const run = call.request.tool === "bash" && binding.backend === "sandboxed" && call.decision.reason !== "git-hooks" ? "sandbox" : "direct";
+  // An allow never removes containment (P7): a bash call under a sandboxed backend runs sandboxed.
+  const run = call.request.tool === "bash" && isSandboxed(binding.backend) ? "sandbox" : "direct";
   return { kind: "admit", run, review, binding };
 }

@@ -3,16 +3,19 @@
 // so a call can never be executed a second time on the strength of one decision (P9).
 
 import type { Backend } from "../policy/types.ts";
-import type { SandboxScope } from "./types.ts";
+import type { SandboxScope, WorkspaceAccess } from "./types.ts";
 
 /** Inside the OS sandbox, or on the host through Pi's ordinary local backend. */
 export type Placement = "sandbox" | "host";
 
-/** Why a call may run on the host; closed, so the audit and tests can list every way out. */
-export type HostReason = "gate-off" | "unrestricted" | "allowed-unsandboxed" | "review-only" | "escalation-approved";
+/**
+ * Why a call may run on the host; closed, so the audit and tests can list every way out. Under a
+ * sandboxed backend only an approved escalation does (P7).
+ */
+export type HostReason = "gate-off" | "unrestricted" | "review-only" | "escalation-approved";
 
 export type Admission =
-  | { readonly placement: "sandbox"; readonly command: string; readonly scope: SandboxScope; readonly backend: Backend }
+  | { readonly placement: "sandbox"; readonly command: string; readonly scope: SandboxScope; readonly backend: Backend; readonly workspace: WorkspaceAccess }
   | { readonly placement: "host"; readonly command: string; readonly why: HostReason; readonly backend: Backend };
 
 export type Taken = { readonly kind: "admitted"; readonly admission: Admission } | { readonly kind: "missing" } | { readonly kind: "conflict" };

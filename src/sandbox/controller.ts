@@ -13,6 +13,9 @@
 //   sandbox that would not die), later calls deny until the process restarts.
 
 import { probeDriver } from "./probe.ts";
+import { isSandboxed } from "../policy/types.ts";
+import type { EffectReport } from "../effects/settle.ts";
+import { discardRun, markStart } from "./stage.ts";
 import type { SpawnIo } from "./spawn.ts";
 import type { BackendStatus, ProbeResult, RunRequest, SandboxDriver } from "./types.ts";
 import { createLinuxDriver } from "./linux/driver.ts";
@@ -24,7 +27,10 @@ const DRAIN_TIMEOUT_MS = 5_000;
 const KILL_GRACE_MS = 2_000;
 
 export type RunResult =
-  | { readonly kind: "exited"; readonly exitCode: number }
+  /** `effects`: for a staged run, what became of the command's changes. */
+  | { readonly kind: "exited"; readonly exitCode: number; readonly effects?: EffectReport }
+  /** The sandbox stopped the command (it was filling a disk); nothing it staged was applied. */
+  | { readonly kind: "stopped"; readonly reason: string }
   /** Nothing ran: the backend is not sandboxed right now, or the call cannot be sandboxed. */
   | { readonly kind: "refused"; readonly reason: string }
   /** Nothing ran: the sandbox itself failed to start. The backend is now failed. */
@@ -80,7 +86,8 @@ export function selectBackend(platform: string, probe: ProbeResult | undefined |
   if (platform !== "linux" && platform !== "darwin") return { backend: "review-only", reason: `no OS sandbox on ${platform}: every shell command is reviewed` };
   if (probe === undefined || probe === "pending") return { backend: "unavailable", reason: "the sandbox probe has not finished" };
   if (!probe.ok) return { backend: "unavailable", reason: probe.reason };
-  return { backend: "sandboxed", reason: `${probe.driver}, probe passed in ${probe.ms} ms` };
+  if (!probe.staging.available) return { backend: "sandboxed-unstaged", reason: `${probe.driver}, probe passed in ${probe.ms} ms; the workspace cannot be staged (${probe.staging.reason}), so commands write it in place` };
+  return { backend: "sandboxed", reason: `${probe.driver} over a staged workspace (${probe.staging.how}), probe passed in ${probe.ms} ms` };
 }
 
 export function createController(opts: ControllerOptions = {}): SandboxController {
@@ -104,7 +111,7 @@ export function createController(opts: ControllerOptions = {}): SandboxControlle
 
   const status = (): BackendStatus => {
     const base = selectBackend(platform, probed ?? (probing ? "pending" : undefined));
-    if (base.backend !== "sandboxed") return base;
+    if (!isSandboxed(base.backend)) return base;
     if (health.kind === "poisoned") return { backend: "unavailable", reason: `sandbox cleanup failed (${health.reason}); restart Pi to use the sandbox again` };
     if (health.kind === "failed") return { backend: "unavailable", reason: `the sandbox failed during a command (${health.reason}); shell commands are denied until Pi restarts` };
     if (draining) return { backend: "unavailable", reason: "the sandbox is shutting down" };
@@ -170,7 +177,9 @@ export function createController(opts: ControllerOptions = {}): SandboxControlle
 
   const run = async (req: RunRequest, io: SpawnIo): Promise<RunResult> => {
     const s = status();
-    if (s.backend !== "sandboxed" || !driver) return { kind: "refused", reason: s.reason };
+    if (!isSandboxed(s.backend) || !driver) return { kind: "refused", reason: s.reason };
+    // A staged run needs a backend that stages; a direct one is what the gate admitted elsewhere.
+    if (req.workspace === "staged" && s.backend !== "sandboxed") return { kind: "refused", reason: "the workspace cannot be staged here any more" };
     installExitHook();
     const id = ++leaseSeq;
     const abort = new AbortController();
@@ -192,12 +201,17 @@ export function createController(opts: ControllerOptions = {}): SandboxControlle
         return { kind: "not-started", reason };
       }
       releaseOnExit.set(id, prepared.release);
+      const stage = prepared.stage;
       let result: RunResult;
+      let ended: { facts: import("../effects/facts.ts").StagedFacts } | undefined;
+      let startCtimeNs = 0n;
       try {
+        if (stage) startCtimeNs = markStart(stage);
         const outcome = await driver.exec(prepared.spec, { onData: io.onData, signal: abort.signal, timeout: io.timeout });
         switch (outcome.kind) {
           case "exited":
             result = { kind: "exited", exitCode: outcome.exitCode };
+            if (stage) ended = { facts: outcome.facts ?? { ok: false, reason: "the sandbox did not report what the command changed" } };
             break;
           case "not-started":
             // Files of the call changed under the sandbox's setup: this call did not run, the sandbox is fine.
@@ -213,6 +227,9 @@ export function createController(opts: ControllerOptions = {}): SandboxControlle
           case "timeout":
             result = { kind: "timeout", seconds: outcome.seconds };
             break;
+          case "disk-full":
+            result = { kind: "stopped", reason: `it was stopped because ${outcome.detail}` };
+            break;
         }
       } catch (e) {
         // exec resolves every ending it knows; a throw means we cannot tell what ran.
@@ -225,6 +242,23 @@ export function createController(opts: ControllerOptions = {}): SandboxControlle
           prepared.release();
         } catch (e) {
           poison(`placeholders could not be removed: ${(e as Error)?.message ?? String(e)}`);
+        }
+      }
+      if (stage) {
+        // Only a command that ended on its own has its effects judged; anything else is discarded.
+        try {
+          if (ended && result.kind === "exited") {
+            const effects: EffectReport = req.settle
+              ? await req.settle({ run: stage, startCtimeNs, facts: ended.facts })
+              : { outcome: "discarded", why: "failed", detail: "nothing was set up to judge the command's effects" };
+            result = { ...result, effects };
+          }
+        } finally {
+          try {
+            discardRun(stage);
+          } catch {
+            // a run folder left behind is removed at the next start
+          }
         }
       }
       return result;

@@ -6,6 +6,7 @@ import type { GateContext, GateResult } from "../policy/gate.ts";
 import type { Backend } from "../policy/types.ts";
 import type { EffectiveMode } from "../state/effective.ts";
 import type { AdmissionBook, HostReason } from "./admission.ts";
+import type { WorkspaceAccess } from "./types.ts";
 import { escalationAsk, reviewEscalation, type EscalationReviewer } from "./escalation.ts";
 import { DENIAL_HEAD as HEAD, denialBody } from "../policy/denial.ts";
 
@@ -32,7 +33,7 @@ export interface SandboxGateLink {
     reviewer?: EscalationReviewer;
   }): Promise<EscalationOutcome | undefined>;
   /** Record where an admitted call runs. Non-bash calls are ignored. */
-  admit(call: { event: ToolCallEvent; passed: Passed; mode: EffectiveMode | "off"; gate?: GateContext; backend: Backend; escalated?: boolean }): void;
+  admit(call: { event: ToolCallEvent; passed: Passed; mode: EffectiveMode | "off"; gate?: GateContext; backend: Backend; escalated?: boolean; workspace?: WorkspaceAccess }): void;
 }
 
 /** Modes in which the gate judges calls; an escalation there needs its own review. */
@@ -65,7 +66,7 @@ export function createSandboxGateLink(deps: { readonly admissions: AdmissionBook
         denial: `${HEAD} This command asked to run outside the sandbox, which needs a fresh review, and it was not approved: ${denialBody(r.reason)} It did not run. Run it inside the sandbox without sandbox_permissions if that can work, or ask the user to run it.`,
       };
     },
-    admit({ event, passed, mode, gate, backend, escalated }) {
+    admit({ event, passed, mode, gate, backend, escalated, workspace }) {
       if (event.toolName !== "bash") return;
       const command = (event.input as { command?: unknown }).command;
       if (typeof command !== "string") return;
@@ -77,11 +78,14 @@ export function createSandboxGateLink(deps: { readonly admissions: AdmissionBook
           command,
           scope: { places: gate.judge.places, protectedGlobs: gate.judge.protectedGlobs },
           backend,
+          workspace: workspace ?? (backend === "sandboxed" ? "staged" : "direct"),
         });
         return;
       }
-      const why: HostReason =
-        mode === "off" ? "gate-off" : mode === "unrestricted" ? "unrestricted" : escalated ? "escalation-approved" : backend === "review-only" ? "review-only" : "allowed-unsandboxed";
+      const why: HostReason | undefined =
+        mode === "off" ? "gate-off" : mode === "unrestricted" ? "unrestricted" : escalated ? "escalation-approved" : backend === "review-only" ? "review-only" : undefined;
+      // A sandboxed backend runs no shell on the host but an approved escalation: leave no admission (P6, P7).
+      if (why === undefined) return;
       deps.admissions.admit(event.toolCallId, { placement: "host", command, why, backend });
     },
   };

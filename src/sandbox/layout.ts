@@ -22,6 +22,15 @@ export interface LayoutInput {
   readonly maxDirs?: number;
   /** How long a scan of the writable roots is reused (ms). */
   readonly scanCacheMs?: number;
+  /**
+   * Roots mounted copy-on-write for the command (the workspace, a git dir outside it). Inside them
+   * nothing is scanned for and no placeholder is made: whatever the command changes under a
+   * protected name is judged by name when it ends (effects/). Existing protected entries stay
+   * read-only; of a git dir only the parts that configure or run code do, so git can commit.
+   */
+  readonly staged?: readonly string[];
+  /** Unstaged, for a reviewed git command: the workspace's git dir is writable but its code-running parts. */
+  readonly gitWritable?: boolean;
 }
 
 export interface MaskedPath {
@@ -42,6 +51,8 @@ export interface SandboxLayout {
   readonly masked: readonly MaskedPath[];
   /** How much of the writable roots the scan for nested protected entries covered. */
   readonly scan: { readonly dirs: number; readonly truncated: boolean };
+  /** Staged roots (mounted copy-on-write), outermost first. */
+  readonly staged: readonly string[];
 }
 
 export class LayoutError extends RequestError {}
@@ -164,16 +175,40 @@ export function computeLayout(input: LayoutInput): SandboxLayout {
     if (st.isFile() && lower(p.slice(p.lastIndexOf(sep) + 1)) === ".git") for (const g of gitDirsOf(p)) if (inWritable(g)) readOnly.add(g);
   };
 
+  const staged = outermost((input.staged ?? []).filter((r) => r !== sep && isAbsolute(r)));
+  const inStaged = (p: string) => staged.some((r) => isWithin(r, p));
+  // A git dir that is staged keeps only its code-running parts read-only: git writes the rest.
+  const protectGitDir = (g: string) => {
+    for (const rel of data.staging.gitReadOnly) for (const p of expandOneLevel(g, rel)) if (lstatSync(p, { throwIfNoEntry: false })) readOnly.add(p);
+  };
+  const protectOrStage = (p: string) => {
+    const st = lstatSync(p, { throwIfNoEntry: false });
+    if (st?.isDirectory() && (inStaged(p) || input.gitWritable) && lower(p.slice(p.lastIndexOf(sep) + 1)) === ".git") protectGitDir(p);
+    else protect(p);
+  };
+
   const rootOf = (p: string) => writable.find((w) => isWithin(w, p))!;
   const guard = (p: string) => {
+    // Staged: a protected name the command creates is held when it ends; nothing to block now.
+    if (inStaged(p)) {
+      if (!vacant(p)) protectOrStage(p);
+      return;
+    }
     const m = blocker(p, rootOf(p));
     if (m === undefined) protect(p);
     else (m.kind === "missing" ? missing : readOnly).add(m.path);
   };
 
   // 1. The workspace root: every protected entry, existing or not.
-  for (const entry of ROOT_ENTRIES) guard(join(workspace, entry));
-  for (const g of places.gitDirs) if (inWritable(g)) readOnly.add(g);
+  for (const entry of ROOT_ENTRIES) {
+    const p = join(workspace, entry);
+    if (input.gitWritable && entry === ".git" && !vacant(p)) protectOrStage(p);
+    else guard(p);
+  }
+  for (const g of places.gitDirs) {
+    if (staged.some((r) => isWithin(r, g)) || (input.gitWritable && inWritable(g))) protectGitDir(g);
+    else if (inWritable(g)) readOnly.add(g);
+  }
 
   // 3. (before 2, so the scan below knows which empty directories are placeholders) Home-directory files that configure or run code later, and our own files, when a writable
   //    root holds them (a workspace at or above the home directory).
@@ -187,8 +222,10 @@ export function computeLayout(input: LayoutInput): SandboxLayout {
 
   // 2. Protected entries that already exist deeper down (nested repositories, a package's .pi).
   //    The scan also sees the placeholders settled above; those stay placeholders.
-  const { found, scan } = cachedScan(writableAll, input);
-  for (const p of found) if (!missing.has(p)) protect(p);
+  const scanned = writableAll.filter((w) => !inStaged(w));
+  const { found, scan } = scanned.length > 0 ? cachedScan(scanned, input) : { found: [], scan: { dirs: 0, truncated: false } };
+  const ownGit = join(workspace, ".git");
+  for (const p of found) if (!missing.has(p) && !inStaged(p) && !(input.gitWritable && p === ownGit)) protect(p);
 
   // 4. Identity secrets anywhere: readable by nobody in the sandbox.
   const masked = new Map<string, MaskedPath>(cachedMasks(places.identitySecrets, writableAll, input.scanCacheMs).map((m) => [m.path, m]));
@@ -204,8 +241,30 @@ export function computeLayout(input: LayoutInput): SandboxLayout {
     missing: outermost([...missing].filter((m) => !covered(m))),
     masked: [...masked.values()].sort((a, b) => a.path.length - b.path.length),
     scan,
+    staged,
   };
 }
+
+/** `a/*\/b` patterns of the git read-only list: `*` stands for each existing entry of that level. */
+function expandOneLevel(base: string, rel: string): string[] {
+  let paths = [base];
+  for (const part of rel.split("/")) {
+    if (part !== "*") {
+      paths = paths.map((p) => join(p, part));
+      continue;
+    }
+    paths = paths.flatMap((p) => {
+      try {
+        return readdirSync(p).map((n) => join(p, n));
+      } catch {
+        return [];
+      }
+    });
+  }
+  return paths;
+}
+
+
 
 const masksCache = new Map<string, { readonly at: number; readonly masks: readonly MaskedPath[] }>();
 

@@ -11,7 +11,9 @@ import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { buildPlaces } from "../policy/places.ts";
 import { ROOT_ENTRIES } from "./layout.ts";
-import type { ProbeResult, SandboxDriver } from "./types.ts";
+import type { StagedFacts } from "../effects/facts.ts";
+import { removeRun } from "./stage.ts";
+import type { ProbeResult, SandboxDriver, StagingStatus } from "./types.ts";
 
 const PROBE_TIMEOUT_S = 20;
 
@@ -49,24 +51,40 @@ export function startFailureReason(detail: string): string {
   return `sandbox did not start: ${d.split("\n").slice(-3).join(" ")}${hint}`;
 }
 
-/** Run the probe for one driver. */
+/** Run the probe for one driver: staged when the machine can stage, else (or when staging fails) direct. */
 export async function probeDriver(driver: SandboxDriver): Promise<ProbeResult> {
   const t0 = performance.now();
   const ms = () => Math.round(performance.now() - t0);
-  const fail = (reason: string, missing: readonly string[] = []): ProbeResult => ({ ok: false, ms: ms(), driver: driver.name, reason, missing });
   const check = driver.check();
-  if (!check.ok) return fail(check.reason, check.missing);
+  if (!check.ok) return { ok: false, ms: ms(), driver: driver.name, reason: check.reason, missing: check.missing };
+  let staging: StagingStatus = driver.stagingCheck();
+  if (staging.available) {
+    const staged = await probeOnce(driver, "staged");
+    if (staged === undefined) return { ok: true, ms: ms(), driver: driver.name, notes: check.notes, staging };
+    // The staged run failed: the sandbox may still work without staging.
+    staging = { available: false, reason: `the staging probe failed: ${staged}` };
+  }
+  const direct = await probeOnce(driver, "direct");
+  if (direct !== undefined) return { ok: false, ms: ms(), driver: driver.name, reason: direct, missing: [] };
+  return { ok: true, ms: ms(), driver: driver.name, notes: check.notes, staging };
+}
 
+/** One real run of the sandbox on a scratch fixture; undefined when every check passed, else why not. */
+async function probeOnce(driver: SandboxDriver, workspace: "staged" | "direct"): Promise<string | undefined> {
   let root: string | undefined;
   let server: Awaited<ReturnType<typeof listen>> | undefined;
+  const stagedRun = workspace === "staged";
   try {
     root = realpathSync(mkdtempSync(join(tmpdir(), "pi-auto-mode-probe-")));
     const ws = join(root, "ws");
     const tmp = join(root, "tmp");
     const out = join(root, "out");
     const home = join(root, "home");
-    for (const d of [join(ws, ".git"), tmp, out, join(home, ".ssh")]) mkdirSync(d, { recursive: true });
+    for (const d of [join(ws, ".git"), join(ws, "gdir"), tmp, out, join(home, ".ssh")]) mkdirSync(d, { recursive: true });
     writeFileSync(join(ws, ".git", "HEAD"), "ref: refs/heads/main\n");
+    writeFileSync(join(ws, ".git", "config"), "[core]\n");
+    writeFileSync(join(ws, "gone"), "gone\n");
+    writeFileSync(join(ws, "gdir", "old"), "old\n");
     // Every other protected name exists as an empty file (bound read-only), so the probe needs
     // one placeholder (.codex) rather than dozens: directories are slow to remove on some disks.
     for (const entry of ROOT_ENTRIES) if (entry !== ".git" && entry !== ".codex" && !entry.includes("/")) writeFileSync(join(ws, entry), "");
@@ -78,7 +96,7 @@ export async function probeDriver(driver: SandboxDriver): Promise<ProbeResult> {
     const script = [
       "echo ok > w",
       "echo x > ../out/o 2>/dev/null",
-      "echo x > .git/g 2>/dev/null",
+      stagedRun ? "echo x >> .git/config 2>/dev/null; rm -f gone; rm -rf gdir; mkdir gdir; echo n > gdir/n" : "echo x > .git/g 2>/dev/null",
       "mkdir .codex/x 2>/dev/null; echo x > .codex/y 2>/dev/null",
       'cat "$HOME/.ssh/id_probe" 2>/dev/null',
       "test -w /proc/sys/kernel/core_pattern && echo PROBE-SYSCTL-WRITABLE",
@@ -87,45 +105,59 @@ export async function probeDriver(driver: SandboxDriver): Promise<ProbeResult> {
       driver.platform === "linux" ? "grep -E '^(Seccomp|NoNewPrivs|CapEff):' /proc/self/status" : "true",
       "echo PROBE-DONE",
     ].join("\n");
+    let facts: StagedFacts | undefined;
     const prepared = driver.prepare({
       command: script,
       cwd: ws,
       scope: { places, protectedGlobs: [] },
       env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, LANG: "C" },
       shell: existsSync("/bin/bash") ? "/bin/bash" : "bash",
+      workspace,
     });
     const chunks: Buffer[] = [];
     let outcome;
     try {
       outcome = await driver.exec(prepared.spec, { onData: (b) => chunks.push(b), timeout: PROBE_TIMEOUT_S });
+      if (outcome.kind === "exited") facts = outcome.facts;
     } finally {
       prepared.release();
+      if (prepared.stage) removeRun(prepared.stage);
       // Placeholders linger for the next command; the probe checks that they do go.
       driver.settle();
     }
     const text = Buffer.concat(chunks).toString("utf8");
-    if (outcome.kind === "not-started") return fail(startFailureReason(outcome.detail));
-    if (outcome.kind === "timeout") return fail(`the sandbox probe did not finish within ${PROBE_TIMEOUT_S} s`);
-    if (outcome.kind === "aborted") return fail("the sandbox probe was aborted");
-    if (outcome.exitCode !== 0 || !text.includes("PROBE-DONE")) return fail(`the probe command failed inside the sandbox (exit ${outcome.exitCode}): ${text.trim().slice(-300)}`);
+    if (outcome.kind === "not-started") return startFailureReason(outcome.detail);
+    if (outcome.kind === "timeout") return `the sandbox probe did not finish within ${PROBE_TIMEOUT_S} s`;
+    if (outcome.kind === "aborted") return "the sandbox probe was aborted";
+    if (outcome.kind === "disk-full") return `the sandbox probe was stopped: ${outcome.detail}`;
+    if (outcome.exitCode !== 0 || !text.includes("PROBE-DONE")) return `the probe command failed inside the sandbox (exit ${outcome.exitCode}): ${text.trim().slice(-300)}`;
     // Judged on the host.
-    if (!existsSync(join(ws, "w")) || readFileSync(join(ws, "w"), "utf8") !== "ok\n") return fail("the sandbox could not write its workspace");
-    if (existsSync(join(out, "o"))) return fail("the sandbox wrote outside its workspace");
-    if (existsSync(join(ws, ".git", "g"))) return fail("the sandbox wrote into .git");
-    if (existsSync(join(ws, ".codex", "x")) || existsSync(join(ws, ".codex", "y"))) return fail("the sandbox created a missing protected path (.codex)");
-    if (existsSync(join(ws, ".codex"))) return fail("a placeholder for a missing protected path was left behind");
-    if (text.includes(secret)) return fail("the sandbox could read an identity secret (~/.ssh)");
-    if (server.connections() > 0 || text.includes("PROBE-TCP")) return fail("the sandbox reached a host TCP port on 127.0.0.1");
-    if (text.includes("PROBE-SYSCTL-WRITABLE")) return fail("the sandbox could write /proc/sys (host kernel settings)");
-    if (text.includes("PROBE-USERNS")) return fail("the sandbox could create a nested user namespace");
-    if (driver.platform === "linux") {
-      if (!/^Seccomp:\s*2$/m.test(text)) return fail("the seccomp filter was not applied inside the sandbox");
-      if (!/^NoNewPrivs:\s*1$/m.test(text)) return fail("no_new_privs was not set inside the sandbox");
-      if (!/^CapEff:\s*0+$/m.test(text)) return fail("the sandbox kept capabilities");
+    if (stagedRun) {
+      if (!facts?.ok) return `the staged changes could not be read${facts && !facts.ok ? `: ${facts.reason}` : ""}`;
+      const changes = facts.roots.flatMap((r) => r.changes.map((c) => `${c.op} ${c.rel}`));
+      for (const want of ["write w", "delete gone", "delete gdir/old", "write gdir/n"]) if (!changes.includes(want)) return `the staged run did not show "${want}" (it showed: ${changes.join(", ").slice(0, 300)})`;
+      if (existsSync(join(ws, "w")) || !existsSync(join(ws, "gone")) || !existsSync(join(ws, "gdir", "old"))) return "the staged run changed the real workspace";
+      if (readFileSync(join(ws, ".git", "config"), "utf8") !== "[core]\n" || changes.includes("write .git/config")) return "the staged run could change .git/config";
+    } else {
+      if (!existsSync(join(ws, "w")) || readFileSync(join(ws, "w"), "utf8") !== "ok\n") return "the sandbox could not write its workspace";
+      if (existsSync(join(ws, ".git", "g"))) return "the sandbox wrote into .git";
+      if (existsSync(join(ws, ".codex", "x")) || existsSync(join(ws, ".codex", "y"))) return "the sandbox created a missing protected path (.codex)";
+      if (existsSync(join(ws, ".codex"))) return "a placeholder for a missing protected path was left behind";
     }
-    return { ok: true, ms: ms(), driver: driver.name, notes: check.notes };
+    if (existsSync(join(out, "o"))) return "the sandbox wrote outside its workspace";
+    if (existsSync(join(ws, ".codex"))) return "the sandbox created .codex in the real workspace";
+    if (text.includes(secret)) return "the sandbox could read an identity secret (~/.ssh)";
+    if (server.connections() > 0 || text.includes("PROBE-TCP")) return "the sandbox reached a host TCP port on 127.0.0.1";
+    if (text.includes("PROBE-SYSCTL-WRITABLE")) return "the sandbox could write /proc/sys (host kernel settings)";
+    if (text.includes("PROBE-USERNS")) return "the sandbox could create a nested user namespace";
+    if (driver.platform === "linux") {
+      if (!/^Seccomp:\s*2$/m.test(text)) return "the seccomp filter was not applied inside the sandbox";
+      if (!/^NoNewPrivs:\s*1$/m.test(text)) return "no_new_privs was not set inside the sandbox";
+      if (!/^CapEff:\s*0+$/m.test(text)) return "the sandbox kept capabilities";
+    }
+    return undefined;
   } catch (e) {
-    return fail(`the sandbox probe failed: ${(e as Error).message}`);
+    return `the sandbox probe failed: ${(e as Error).message}`;
   } finally {
     server?.server.close();
     if (root) rmSync(root, { recursive: true, force: true });

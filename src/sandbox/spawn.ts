@@ -6,8 +6,10 @@
 // anything, so whatever happens next, the call is never run again (P9).
 
 import { spawn, type StdioOptions } from "node:child_process";
-import { closeSync, openSync } from "node:fs";
+import { closeSync, openSync, statfsSync } from "node:fs";
 import { constants as osConstants } from "node:os";
+import type { Socket } from "node:net";
+import { collectFacts, type FactsPlanRoot, type StagedFacts } from "../effects/facts.ts";
 
 export interface SpawnSpec {
   readonly file: string;
@@ -18,6 +20,23 @@ export interface SpawnSpec {
   readonly fd3File?: string;
   /** The fd number the started byte arrives on (4). */
   readonly startedFd: number;
+  /**
+   * A staged run: the holder reports the command's end on this fd and waits there, so the staged
+   * roots' merged views can be read (through /proc/<pid>/root) before they go.
+   */
+  readonly ended?: { readonly fd: number; readonly roots: readonly FactsPlanRoot[] };
+  /** Stop the command before it fills the disks its writes land on. */
+  readonly disk?: DiskGuard;
+}
+
+export interface DiskGuard {
+  /** Paths on each file system the command can write (the stage folder, the temporary root, ...). */
+  readonly paths: readonly string[];
+  /** Free space the command must leave on each of them. */
+  readonly reserveBytes: number;
+  /** How much free space the command may use up on any one of them. */
+  readonly maxBytes: number;
+  readonly intervalMs: number;
 }
 
 export interface SpawnIo {
@@ -28,7 +47,10 @@ export interface SpawnIo {
 }
 
 export type SpawnOutcome =
-  | { readonly kind: "exited"; readonly exitCode: number }
+  /** `facts`: for a staged run, what the command left in its upper layers (absent: unreadable). */
+  | { readonly kind: "exited"; readonly exitCode: number; readonly facts?: StagedFacts }
+  /** Stopped because it was filling a disk; nothing it staged is applied. */
+  | { readonly kind: "disk-full"; readonly detail: string }
   /** The command never started; `detail` is the sandbox's own complaint. */
   | { readonly kind: "not-started"; readonly detail: string }
   | { readonly kind: "aborted"; readonly started: boolean }
@@ -67,14 +89,30 @@ export function spawnSandbox(spec: SpawnSpec, io: SpawnIo): Promise<SpawnOutcome
       return;
     }
     const stdio: StdioOptions = ["ignore", "pipe", "pipe"];
-    for (let fd = 3; fd <= spec.startedFd; fd++) stdio.push(fd === spec.startedFd ? "pipe" : fd === 3 && fd3 !== undefined ? fd3 : "ignore");
+    const lastFd = Math.max(spec.startedFd, spec.ended?.fd ?? 0);
+    for (let fd = 3; fd <= lastFd; fd++) stdio.push(fd === spec.startedFd || fd === spec.ended?.fd ? "pipe" : fd === 3 && fd3 !== undefined ? fd3 : "ignore");
     const child = spawn(spec.file, [...spec.args], { cwd: spec.cwd, env: spec.env, stdio, detached: true });
     if (fd3 !== undefined) closeSync(fd3);
+    let facts: StagedFacts | undefined;
+    if (spec.ended) {
+      const plan = spec.ended;
+      const channel = child.stdio[plan.fd] as Socket | null;
+      let said = "";
+      channel?.on("data", (chunk: Buffer) => {
+        said += chunk.toString("latin1");
+        if (facts !== undefined || !said.includes("\n")) return;
+        // Every process of the command is gone; the holder keeps the merged views until we answer.
+        facts = child.pid === undefined ? { ok: false, reason: "the holder has no pid" } : collectFacts(plan.roots, `/proc/${child.pid}/root`);
+        channel.end("go\n");
+      });
+      channel?.on("error", () => {});
+    }
 
     let started = false;
     let ended = false;
     let timedOut = false;
     let aborted = false;
+    let diskFull: string | undefined;
     // Until the start byte, output can only be the sandbox's own (bwrap's complaints).
     const early: Buffer[] = [];
     const onOutput = (chunk: Buffer) => {
@@ -103,21 +141,28 @@ export function spawnSandbox(spec: SpawnSpec, io: SpawnIo): Promise<SpawnOutcome
             killGroup(child.pid);
           }, io.timeout * 1000)
         : undefined;
+    const diskTimer = spec.disk ? watchDisks(spec.disk, (why) => {
+      diskFull = why;
+      killGroup(child.pid);
+    }) : undefined;
 
     const finish = (code: number | null, signal: NodeJS.Signals | null, error?: Error) => {
       if (ended) return;
       ended = true;
       if (timer) clearTimeout(timer);
+      if (diskTimer) clearInterval(diskTimer);
       io.signal?.removeEventListener("abort", onAbort);
       if (aborted) return resolve({ kind: "aborted", started });
       if (timedOut) return resolve({ kind: "timeout", started, seconds: io.timeout ?? 0 });
+      if (diskFull !== undefined) return resolve({ kind: "disk-full", detail: diskFull });
       if (!started) {
         const text = Buffer.concat(early).toString("utf8").trim().slice(0, MAX_DETAIL);
         const why = error ? `${spec.file}: ${error.message}` : text || `${spec.file} exited with ${code ?? signal} before the command started`;
         return resolve({ kind: "not-started", detail: why });
       }
       const exitCode = code ?? (signal ? 128 + (osConstants.signals[signal] ?? 0) : 1);
-      resolve({ kind: "exited", exitCode });
+      if (!spec.ended) return resolve({ kind: "exited", exitCode });
+      resolve({ kind: "exited", exitCode, facts: facts ?? { ok: false, reason: "the sandbox ended without reporting the end of the command" } });
     };
     child.on("error", (e) => finish(null, null, e));
     // 'close' waits for every stdio stream, so the started byte and all output are in. The pid
@@ -130,8 +175,39 @@ export function spawnSandbox(spec: SpawnSpec, io: SpawnIo): Promise<SpawnOutcome
         child.stdout?.destroy();
         child.stderr?.destroy();
         startedStream?.destroy();
+        if (spec.ended) child.stdio[spec.ended.fd]?.destroy();
         finish(code, signal);
       }, CLOSE_GRACE_MS).unref();
     });
   });
 }
+
+/**
+ * Poll the free space of every file system the command writes: a command that would leave less
+ * than the reserve, or use up more than its share, is stopped. Polling, not quotas: neither the
+ * overlay nor a bind mount can carry a quota, and a statfs is a few microseconds.
+ */
+function watchDisks(guard: DiskGuard, stop: (why: string) => void): NodeJS.Timeout {
+  const free = (p: string): number | undefined => {
+    try {
+      const s = statfsSync(p);
+      return s.bavail * s.bsize;
+    } catch {
+      return undefined;
+    }
+  };
+  const start = guard.paths.map(free);
+  const t = setInterval(() => {
+    guard.paths.forEach((p, i) => {
+      const now = free(p);
+      const before = start[i];
+      if (now === undefined || before === undefined) return;
+      if (now < guard.reserveBytes && now < before) stop(`it left less than ${mib(guard.reserveBytes)} free on the file system of ${p}`);
+      else if (before - now > guard.maxBytes) stop(`it wrote more than ${mib(guard.maxBytes)} to the file system of ${p}`);
+    });
+  }, guard.intervalMs);
+  t.unref();
+  return t;
+}
+
+const mib = (n: number) => `${Math.round(n / 2 ** 20)} MiB`;

@@ -4,6 +4,9 @@ import type { Places } from "../policy/places.ts";
 import type { Backend } from "../policy/types.ts";
 import type { SandboxLayout } from "./layout.ts";
 import type { SpawnIo, SpawnOutcome, SpawnSpec } from "./spawn.ts";
+import type { StageRun } from "./stage.ts";
+import type { StagedFacts } from "../effects/facts.ts";
+import type { EffectReport } from "../effects/settle.ts";
 
 /** What the gate judged a call against; the sandbox enforces the same places. */
 export interface SandboxScope {
@@ -20,17 +23,39 @@ export interface RunRequest {
   readonly env: NodeJS.ProcessEnv;
   /** The bash to run inside (Pi's shellPath setting, or /bin/bash). */
   readonly shell: string;
+  /**
+   * How the command sees the workspace: `staged` (copy-on-write, its effects judged when it ends),
+   * `direct` (written in place, .git read-only), or `direct-git` (in place with .git writable but
+   * its code-running parts: only for a git command a reviewer approved where nothing can be staged).
+   */
+  readonly workspace: WorkspaceAccess;
+  /** For a staged run: judge, review and apply or discard what the command did. Without it, nothing is applied. */
+  readonly settle?: (staged: StagedEnd) => Promise<EffectReport>;
 }
+
+/** A staged run that ended: what settling its effects needs. */
+export interface StagedEnd {
+  readonly run: StageRun;
+  readonly startCtimeNs: bigint;
+  readonly facts: StagedFacts;
+}
+
+export type WorkspaceAccess = "staged" | "direct" | "direct-git";
+
+/** Whether this machine can stage a workspace, found by the probe. */
+export type StagingStatus = { readonly available: true; readonly how: string } | { readonly available: false; readonly reason: string };
 
 export interface Prepared {
   readonly spec: SpawnSpec;
   readonly layout: SandboxLayout;
+  /** A staged run's folders; whoever settles its effects removes them. */
+  readonly stage?: StageRun;
   /** Give back what `prepare` took (placeholders). Throws when cleanup fails. */
   release(): void;
 }
 
 export type ProbeResult =
-  | { readonly ok: true; readonly ms: number; readonly driver: string; readonly notes: readonly string[] }
+  | { readonly ok: true; readonly ms: number; readonly driver: string; readonly notes: readonly string[]; readonly staging: StagingStatus }
   | { readonly ok: false; readonly ms: number; readonly driver: string; readonly reason: string; readonly missing: readonly string[] };
 
 export type StaticCheck = { readonly ok: true; readonly notes: readonly string[] } | { readonly ok: false; readonly reason: string; readonly missing: readonly string[] };
@@ -41,6 +66,8 @@ export interface SandboxDriver {
   readonly platform: "linux" | "darwin";
   /** Dependencies and kernel features, before anything runs (probe.ts then runs the real thing). */
   check(): StaticCheck;
+  /** Whether the tools and the kernel for a staged workspace are there (the probe then tries it). */
+  stagingCheck(): StagingStatus;
   /** Compute the layout, take placeholders, build the command line. Throws `RequestError` for a call the sandbox cannot take, anything else for an infrastructure fault. */
   prepare(req: RunRequest): Prepared;
   exec(spec: SpawnSpec, io: SpawnIo): Promise<SpawnOutcome>;

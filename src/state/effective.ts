@@ -50,6 +50,9 @@ export function effectiveMode(m: ModeInputs): EffectiveMode {
 }
 
 export function statusLabel(m: ModeInputs): string {
-  const label = STATUS_LABELS[effectiveMode(m)];
-  return m.enabled && m.requested === "auto" && !m.reviewerConfigured && m.configHealth === "ok" ? `${label} · no reviewer` : label;
+  const mode = effectiveMode(m);
+  const label = STATUS_LABELS[mode];
+  // A sandbox that writes the workspace in place judges no command's effects: say so.
+  const unstaged = mode === "auto" && m.backend === "sandboxed-unstaged" ? " · not staged" : "";
+  return m.enabled && m.requested === "auto" && !m.reviewerConfigured && m.configHealth === "ok" ? `${label}${unstaged} · no reviewer` : `${label}${unstaged}`;
 }

@@ -17,11 +17,14 @@ import {
   type ToolDefinition,
 } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
-import type { AdmissionBook } from "../sandbox/admission.ts";
+import type { Admission, AdmissionBook } from "../sandbox/admission.ts";
 import type { SandboxController } from "../sandbox/controller.ts";
 import { SANDBOX_PERMISSIONS } from "../sandbox/escalation.ts";
 import { DENIAL_HEAD } from "../policy/denial.ts";
-import type { SandboxScope } from "../sandbox/types.ts";
+import { reportText } from "../effects/report.ts";
+import { settleEffects, type EffectReport, type HeldReviewer } from "../effects/settle.ts";
+import type { EffectStore } from "../effects/store.ts";
+import type { UndoBounds } from "../effects/undo.ts";
 
 export interface BashShellSettings {
   readonly shellPath?: string;
@@ -35,12 +38,21 @@ export interface BashToolDeps {
   readonly settings: () => BashShellSettings;
   /** Pi's ordinary local backend; injectable so tests can count what runs on the host. */
   readonly localOperations?: (shellPath: string | undefined) => BashOperations;
+  /** Where applied effects are journaled and kept for undo, and how much is kept. */
+  readonly effects: EffectsDeps;
+}
+
+export interface EffectsDeps {
+  readonly store: () => EffectStore;
+  readonly bounds: () => UndoBounds;
+  /** The reviewer for this call's held effects, when one is configured and auto mode gates. */
+  readonly reviewer?: (call: { readonly toolCallId: string; readonly ctx: ExtensionToolContext }) => HeldReviewer | undefined;
 }
 
 const MAX_TIMEOUT_S = 2_147_483_647 / 1000;
 
 const GUIDELINE =
-  'Shell commands run in an OS sandbox: they can write only the workspace and the temporary directory ($TMPDIR), not .git or other protected paths, and have no network. If a command truly needs to run outside it, call bash again with sandbox_permissions "require_escalated" and a justification; each such call is reviewed on its own.';
+  'Shell commands run in an OS sandbox with no network, over a staged copy of the workspace: what a command changes is applied when it ends, unless it would destroy work git cannot give back, rewrite git history or touch protected paths (.git config and hooks, AGENTS.md, .pi, CI files); those changes are held for review and otherwise discarded, and the result says so. Outside the workspace only the temporary directory ($TMPDIR) is writable. If a command truly needs to run outside the sandbox, call bash again with sandbox_permissions "require_escalated" and a justification; each such call is reviewed on its own.';
 
 function schema(base: ToolDefinition["parameters"]) {
   const props = (base as unknown as { properties: Record<string, never> }).properties;
@@ -56,18 +68,53 @@ function schema(base: ToolDefinition["parameters"]) {
   });
 }
 
+export interface SandboxRun {
+  readonly admission: Extract<Admission, { placement: "sandbox" }>;
+  /** The command as the model wrote it (Pi's command prefix is not part of what is judged). */
+  readonly command: string;
+  readonly effects: EffectsDeps;
+  readonly reviewer: HeldReviewer | undefined;
+  /** Set when the run ends: what became of a staged command's changes. */
+  report?: EffectReport;
+}
+
 /** Pi's BashOperations contract, over the sandbox controller. */
-export function sandboxOperations(controller: SandboxController, scope: SandboxScope, shell: string): BashOperations {
+export function sandboxOperations(controller: SandboxController, run: SandboxRun, shell: string): BashOperations {
+  const { scope, workspace } = run.admission;
   return {
     exec: async (command, cwd, { onData, signal, timeout, env }) => {
       if (timeout !== undefined && (!Number.isFinite(timeout) || timeout <= 0 || timeout > MAX_TIMEOUT_S))
         throw new Error(`Invalid timeout: must be a finite number of seconds up to ${MAX_TIMEOUT_S}`);
       if (signal?.aborted) throw new Error("aborted");
       if (!existsSync(cwd)) throw new Error(`Working directory does not exist: ${cwd}\nCannot execute bash commands.`);
-      const r = await controller.run({ command, cwd, scope, env: env ?? process.env, shell }, { onData, signal, timeout });
+      const r = await controller.run(
+        {
+          command,
+          cwd,
+          scope,
+          env: env ?? process.env,
+          shell,
+          workspace,
+          settle: (end) =>
+            settleEffects({
+              ...end,
+              places: scope.places,
+              protectedGlobs: scope.protectedGlobs,
+              command: run.command,
+              store: run.effects.store(),
+              bounds: run.effects.bounds(),
+              ...(run.reviewer ? { reviewer: run.reviewer } : {}),
+              ...(signal ? { signal } : {}),
+            }),
+        },
+        { onData, signal, timeout },
+      );
       switch (r.kind) {
         case "exited":
+          if (r.effects) run.report = r.effects;
           return { exitCode: r.exitCode };
+        case "stopped":
+          throw new Error(`Auto mode's sandbox stopped the command: ${r.reason}. None of its changes to the workspace were applied.`);
         case "aborted":
           throw new Error("aborted");
         case "timeout":
@@ -81,6 +128,24 @@ export function sandboxOperations(controller: SandboxController, scope: SandboxS
       }
     },
   };
+}
+
+type ToolResult = Awaited<ReturnType<ToolDefinition["execute"]>>;
+
+/** The command's own result with what became of its changes next to its output (P17). */
+function withEffects(result: ToolResult, report: EffectReport | undefined, workspace: string): ToolResult {
+  if (!report) return result;
+  const text = reportText(report, workspace);
+  if (!text) return result;
+  const content = [...(result.content ?? [])];
+  const last = content.findLastIndex((c) => c.type === "text");
+  if (last >= 0) {
+    const c = content[last] as { type: "text"; text: string };
+    content[last] = { ...c, text: `${c.text}\n\n${text}` };
+  } else content.push({ type: "text", text });
+  // Changes that were not applied make the call a failure the model must notice.
+  const failed = report.outcome === "discarded" || (report.outcome === "applied" && report.result.conflicts.length + report.judgement.conflicts.length > 0);
+  return { ...result, content, ...(failed ? { isError: true } : {}), details: { ...(result.details as object | undefined), autoModeEffects: report.outcome } };
 }
 
 /**
@@ -115,10 +180,20 @@ export function createSandboxedBashTool(deps: BashToolDeps, cwd: string = proces
       // The input is frozen after the gate; this only catches a bug that would run something unjudged.
       if (a.command !== p.command) throw new Error(`${DENIAL_HEAD} The command changed after it was judged, so it does not run.`);
       const settings = deps.settings();
-      const operations =
-        a.placement === "sandbox" ? sandboxOperations(deps.controller(), a.scope, getShellConfig(settings.shellPath).shell) : local(settings.shellPath);
+      const sandboxRun: SandboxRun | undefined =
+        a.placement === "sandbox" ? { admission: a, command: p.command, effects: deps.effects, reviewer: deps.effects.reviewer?.({ toolCallId, ctx }) } : undefined;
+      const operations = sandboxRun ? sandboxOperations(deps.controller(), sandboxRun, getShellConfig(settings.shellPath).shell) : local(settings.shellPath);
       const run = createBashToolDefinition(ctx.cwd || cwd, { operations, commandPrefix: settings.shellCommandPrefix, shellPath: settings.shellPath });
-      return run.execute(toolCallId, { command: p.command, timeout: p.timeout }, signal, onUpdate, ctx);
+      const workspace = a.placement === "sandbox" ? a.scope.places.workspace : ctx.cwd;
+      try {
+        const result = await run.execute(toolCallId, { command: p.command, timeout: p.timeout }, signal, onUpdate, ctx);
+        return withEffects(result, sandboxRun?.report, workspace);
+      } catch (e) {
+        // Pi throws for aborts and timeouts; a staged command's changes were not applied then.
+        const note = sandboxRun && a.placement === "sandbox" && a.workspace === "staged" && sandboxRun.report === undefined ? "\n\n[auto mode] None of the command's changes to the workspace were applied." : "";
+        if (note && e instanceof Error) throw new Error(`${e.message}${note}`);
+        throw e;
+      }
     },
   } as ToolDefinition;
 }

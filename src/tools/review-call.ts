@@ -4,6 +4,9 @@
 // status line, owes the reviewer's usage to the call's result, and keeps a redacted record.
 
 import type { ExtensionContext, ToolCallEvent } from "@earendil-works/pi-coding-agent";
+import type { HeldReviewer } from "../effects/settle.ts";
+import { denialBody } from "../policy/denial.ts";
+import { buildRequest } from "../request/canonical.ts";
 import type { GateResult } from "../policy/gate.ts";
 import type { Decision } from "../policy/types.ts";
 import type { CanonicalRequest } from "../request/canonical.ts";
@@ -42,7 +45,7 @@ export interface ReviewRecord {
 }
 
 export interface ReviewGateCall {
-  readonly event: ToolCallEvent;
+  readonly event: Pick<ToolCallEvent, "toolCallId" | "parentToolCallId">;
   readonly ctx: ExtensionContext;
   readonly request: CanonicalRequest;
   readonly decision: Decision;
@@ -117,5 +120,29 @@ export function createReviewHook(deps: ReviewHookDeps): ReviewHook {
       at: Date.now(),
     });
     return admission;
+  };
+}
+
+/**
+ * The reviewer for a staged command's held effects: the same review path (budget, deadline,
+ * breaker, binding, redaction, usage, record) with the action being "apply these effects of this
+ * command", so the verdict is bound to exactly that summary (P8).
+ */
+export function heldEffectsReviewer(hook: ReviewHook, call: { readonly toolCallId: string; readonly ctx: ExtensionContext; readonly home: string }): HeldReviewer {
+  return {
+    review: async ({ command, summary }) => {
+      const built = buildRequest("bash", { command, held_effects: summary }, call.ctx.cwd, call.home);
+      if (!built.ok) return { allow: false, rationale: `the held effects cannot be put to the reviewer (${built.reason})` };
+      const decision: Decision = {
+        route: "review",
+        reason: "held-effects",
+        message: `The command already ran on a staged copy of the workspace. Applying its effects would: ${summary}`,
+      };
+      const request = built.request;
+      const admission = await hook({ event: { toolCallId: call.toolCallId, parentToolCallId: undefined }, ctx: call.ctx, request, decision, rejudge: () => ({ request, judgement: undefined, decision }) });
+      if (admission.kind === "admit") return { allow: true, rationale: admission.review.kind === "verdict" ? admission.review.verdict.rationale : "approved" };
+      const noReviewer = admission.review?.kind === "failure" && admission.review.failure === "not-configured";
+      return { allow: false, rationale: denialBody(admission.text), ...(noReviewer ? { noReviewer: true } : {}) };
+    },
   };
 }

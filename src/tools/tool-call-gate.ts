@@ -4,7 +4,8 @@ import { homedir } from "node:os";
 import type { ExtensionContext, ToolCallEvent, ToolCallEventResult } from "@earendil-works/pi-coding-agent";
 import { decisionRecord, type DecisionRecord, type Outcome } from "../audit/decision-record.ts";
 import { decide, prepareGate, type GateResult } from "../policy/gate.ts";
-import type { Decision } from "../policy/types.ts";
+import type { Backend, Decision } from "../policy/types.ts";
+import type { WorkspaceAccess } from "../sandbox/types.ts";
 import { readEnabled } from "../state/global.ts";
 import type { RuntimeState } from "../state/runtime-state.ts";
 import { defaultTmpRoot, selfPaths } from "../state/locations.ts";
@@ -98,6 +99,7 @@ function createGate(deps: GateDeps) {
     const mode = runtime.effective(gate.config.ok ? "ok" : "fault");
     let outcome = outcomeFor(result.decision, mode);
     let denial: string | undefined;
+    let reviewed = false;
     // A bash call asking to leave the sandbox gets a fresh review of its own (P7), or a denial.
     const review = deps.review;
     const limits = reviewLimits(gate.config);
@@ -133,6 +135,7 @@ function createGate(deps: GateDeps) {
         // An allow never removes containment (P7): the call takes the sandbox route's way.
         const contained = { ...result.decision, route: "sandbox" as const };
         outcome = outcomeFor(contained, mode);
+        reviewed = true;
         if (outcome === "denied") denial = denialText(contained, mode);
       } else outcome = "allowed";
     }
@@ -170,9 +173,19 @@ function createGate(deps: GateDeps) {
     // What was judged is what runs: a later extension that rewrites the input now throws, which blocks the call.
     deepFreeze(event.input);
     if (shape) deps.inFlight?.admit(shape);
-    deps.sandbox?.admit({ event, passed: outcome, mode, gate, backend: runtime.backend(), escalated: escalation?.outcome === "allowed" });
+    const backend = runtime.backend();
+    deps.sandbox?.admit({ event, passed: outcome, mode, gate, backend, escalated: escalation?.outcome === "allowed", workspace: workspaceAccess(backend, result.decision, reviewed) });
     return undefined;
   };
+}
+
+/**
+ * How a sandboxed call sees the workspace: staged wherever the machine can stage; in place
+ * otherwise, with .git writable only for a git command a reviewer just approved (P17's fallback).
+ */
+function workspaceAccess(backend: Backend, d: Decision, reviewed: boolean): WorkspaceAccess {
+  if (backend === "sandboxed") return "staged";
+  return reviewed && (d.reason === "git-local" || d.reason === "git-hooks") ? "direct-git" : "direct";
 }
 
 /** Why a call judged beside another unfinished one does not run; it can be issued again on its own. */

@@ -8,6 +8,7 @@ import { Value } from "typebox/value";
 import { ProjectConfigSchema, UserConfigSchema, type ProjectConfig, type RuleSpec, type UserConfig } from "./schema.ts";
 import { PROJECT_CONFIG_FILE, USER_CONFIG_FILE } from "./files.ts";
 import { compileRule, type CompiledRule, type RuleOrigin } from "../rules.ts";
+import { DEFAULT_UNDO_BOUNDS, type UndoBounds } from "../../effects/undo.ts";
 
 export { PROJECT_CONFIG_FILE, USER_CONFIG_FILE };
 
@@ -15,6 +16,8 @@ export interface PolicyConfig {
   readonly tmpRoot: string | undefined;
   /** Reviewer limits from the user file (a project cannot set them). */
   readonly reviewer: { readonly maxInputTokens?: number; readonly deadlineMs?: number };
+  /** The undo store's bounds from the user file. */
+  readonly undo: { readonly maxCommands?: number; readonly maxBytes?: number };
   /** Extra protected path globs (absolute), from either file. */
   readonly protectedPaths: readonly string[];
   readonly allow: readonly CompiledRule[];
@@ -25,7 +28,13 @@ export interface PolicyConfig {
 
 export type ConfigResult = { readonly ok: true; readonly config: PolicyConfig } | { readonly ok: false; readonly path: string; readonly message: string };
 
-export const EMPTY_CONFIG: PolicyConfig = { tmpRoot: undefined, reviewer: {}, protectedPaths: [], allow: [], review: [], deny: [], files: [] };
+export const EMPTY_CONFIG: PolicyConfig = { tmpRoot: undefined, reviewer: {}, undo: {}, protectedPaths: [], allow: [], review: [], deny: [], files: [] };
+
+/** The undo store's bounds: the user's, or the defaults (also when the configuration is at fault). */
+export function undoBounds(config: ConfigResult): UndoBounds {
+  const u = config.ok ? config.config.undo : {};
+  return { maxCommands: u.maxCommands ?? DEFAULT_UNDO_BOUNDS.maxCommands, maxBytes: u.maxBytes ?? DEFAULT_UNDO_BOUNDS.maxBytes };
+}
 
 type FileRead<T> = { kind: "missing" } | { kind: "ok"; value: T } | { kind: "fault"; message: string };
 
@@ -112,6 +121,7 @@ export function loadPolicyConfig(loc: ConfigLocation): ConfigResult {
     config: {
       tmpRoot: tmpRoot === undefined ? undefined : resolve(tmpRoot),
       reviewer: { ...u?.review },
+      undo: { ...u?.undo },
       protectedPaths: [...globs(u?.protectedPaths), ...globs(p?.protectedPaths)],
       allow: userRules.allow,
       review: [...userRules.review, ...projectRules.review],

@@ -34,6 +34,16 @@ export const UserConfigSchema = Type.Object(
     rules: Type.Optional(
       Type.Object({ allow: Type.Optional(RuleList), review: Type.Optional(RuleList), deny: Type.Optional(RuleList) }, { additionalProperties: false }),
     ),
+    // What /perm-undo can restore: the pre-images of the last applied commands, per workspace.
+    undo: Type.Optional(
+      Type.Object(
+        {
+          maxCommands: Type.Optional(Type.Integer({ minimum: 0, maximum: 1000 })),
+          maxBytes: Type.Optional(Type.Integer({ minimum: 0, maximum: 2 ** 40 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false },
 );

@@ -28,6 +28,12 @@ export interface BwrapPlan {
   readonly command: string;
   readonly limits: Limits;
   readonly fds: { readonly seccomp: number; readonly started: number };
+  /** Staged roots: the merged view (a path in the holder's namespace) bound where the root is. */
+  readonly views?: ReadonlyMap<string, string>;
+  /** Folders hidden under an empty tmpfs: the stage folder, so no command sees another's layers. */
+  readonly hidden?: readonly string[];
+  /** Inside the holder's user namespace the caller is uid 0: map the command back to the caller. */
+  readonly ids?: { readonly uid: number; readonly gid: number };
 }
 
 /**
@@ -87,7 +93,8 @@ export function bwrapArgs(plan: BwrapPlan): string[] {
     "/proc/pressure",
     "/proc/pressure",
   ];
-  for (const w of layout.writable) a.push("--bind", w, w);
+  if (plan.ids) a.splice(a.indexOf("--unshare-user") + 1, 0, "--uid", String(plan.ids.uid), "--gid", String(plan.ids.gid));
+  for (const w of layout.writable) a.push("--bind", plan.views?.get(w) ?? w, w);
   // Outermost first, so a nested entry is mounted on top of its parent's mount.
   const readOnly = [...new Set([...layout.readOnly, ...plan.appeared])].sort((x, y) => x.length - y.length || x.localeCompare(y));
   for (const p of readOnly) a.push("--ro-bind", p, p);
@@ -103,6 +110,10 @@ export function bwrapArgs(plan: BwrapPlan): string[] {
       a.push("--tmpfs", m.path);
       remount.push(m.path);
     } else a.push("--ro-bind", "/dev/null", m.path);
+  }
+  for (const h of plan.hidden ?? []) {
+    a.push("--tmpfs", h);
+    remount.push(h);
   }
   for (const r of remount) a.push("--remount-ro", r);
   a.push("--seccomp", String(plan.fds.seccomp), "--chdir", plan.cwd, "--", plan.shell, "-c", withPrelude(plan.command, plan.limits, plan.fds.started));

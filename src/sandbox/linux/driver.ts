@@ -8,9 +8,12 @@ import data from "../data/sandbox.json" with { type: "json" };
 import { sandboxEnv } from "../env.ts";
 import { computeLayout } from "../layout.ts";
 import { defaultRunDir, ensureRunDir } from "../run-dir.ts";
-import { spawnSandbox } from "../spawn.ts";
-import type { Prepared, RunRequest, SandboxDriver, StaticCheck } from "../types.ts";
+import { spawnSandbox, type DiskGuard } from "../spawn.ts";
+import { createRun, pickStageRoot, removeRun, type StageRun, type StagedRootKind } from "../stage.ts";
+import { RequestError, type Prepared, type RunRequest, type SandboxDriver, type StagingStatus, type StaticCheck } from "../types.ts";
+import { isWithin, type Places } from "../../policy/places.ts";
 import { bwrapArgs } from "./bwrap.ts";
+import { ENDED_FD, holderCommand, type HolderMode } from "./holder.ts";
 import { createPidsCgroup, processLimitKind, removePidsCgroup, sandboxLimits, type Limits, type PidsCgroup } from "./limits.ts";
 import { createPlaceholderPool, type PlaceholderPool } from "./placeholders.ts";
 import { seccompArch, seccompProgram, type SeccompArch } from "./seccomp.ts";
@@ -29,10 +32,31 @@ export interface LinuxDriverOptions {
   /** Start sandboxes from the helper process (default true; see spawner.ts). */
   readonly spawner?: boolean;
   readonly env?: NodeJS.ProcessEnv;
+  /** Stage folders to try, first that fits; default: auto mode's folder in the agent dir, then the run dir. */
+  readonly stageRoots?: (places: Places) => readonly string[];
+  /** Turn staging off (as if the machine could not stage): for tests of the unstaged fallback. */
+  readonly staging?: false;
+}
+
+/** The git dirs inside a staged root whose refs are read after a command: the workspace's and a worktree's. */
+function gitDirsIn(places: Places, root: string): string[] {
+  const dotGit = join(places.workspace, ".git");
+  const own = statSync(dotGit, { throwIfNoEntry: false })?.isDirectory() ? [dotGit] : [];
+  return [...new Set([...own, ...places.gitDirs])].filter((g) => isWithin(root, g));
+}
+
+/** The folders a staged run's roots and the disk guard need. */
+export function stagedRootsOf(places: Places): Array<{ kind: StagedRootKind; root: string }> {
+  const roots: Array<{ kind: StagedRootKind; root: string }> = [{ kind: "workspace", root: places.workspace }];
+  // A worktree's or submodule's git dir outside the workspace: staged too, so git can commit there.
+  const outside = places.gitDirs.filter((g) => !isWithin(places.workspace, g) && !isWithin(places.tmpRoot, g));
+  for (const g of outside.sort((a, b) => a.length - b.length)) if (!roots.some((r) => isWithin(r.root, g))) roots.push({ kind: "git-dir", root: g });
+  return roots;
 }
 
 const SECCOMP_FD = 3;
 const STARTED_FD = 4;
+const STAGING_TOOLS = ["unshare", "mount"] as const;
 
 export function findOnPath(name: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
   const dirs = (env.PATH ?? "").split(delimiter).filter((d) => d.startsWith("/"));
@@ -78,6 +102,34 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
   let cgroup: PidsCgroup | undefined;
   let spawner: Promise<Spawner> | undefined;
   let checked: StaticCheck | undefined;
+
+  let staging: { status: StagingStatus; unshare?: string; shell?: string; mode?: HolderMode } | undefined;
+  const stagingCheck = (): StagingStatus => {
+    staging ??= findStaging();
+    return staging.status;
+  };
+  const findStaging = (): NonNullable<typeof staging> => {
+    const no = (reason: string) => ({ status: { available: false, reason } as const });
+    if (opts.staging === false) return no("staging is turned off");
+    try {
+      if (!/\boverlay\b/.test(readFileSync("/proc/filesystems", "utf8"))) return no("the kernel has no overlay file system");
+    } catch {
+      return no("/proc/filesystems is not readable, so overlay support is unknown");
+    }
+    const tools: Record<string, string> = {};
+    for (const t of STAGING_TOOLS) {
+      const p = findOnPath(t, opts.env);
+      if (!p) return no(`${t} (util-linux) is not installed`);
+      tools[t] = p;
+    }
+    const shell = existsSync("/bin/sh") ? "/bin/sh" : undefined;
+    if (!shell) return no("/bin/sh is missing");
+    const euid = typeof process.geteuid === "function" ? process.geteuid() : -1;
+    const mode: HolderMode = euid === 0 ? "root" : "userns";
+    const how = mode === "root" ? "overlay in a private mount namespace (unshare -m)" : "overlay in a user and mount namespace (unshare -Urm, userxattr)";
+    return { status: { available: true, how }, unshare: tools.unshare!, shell, mode };
+  };
+  const stageCandidates = opts.stageRoots ?? ((places: Places) => [join(places.agentDir, "auto-mode", "staging"), join(runDir, "staging")]);
 
   let lastCheck: StaticCheck | undefined;
   const check = (): StaticCheck => {
@@ -146,12 +198,32 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
     name: "bubblewrap",
     platform: "linux",
     check,
+    stagingCheck,
     prepare(req: RunRequest): Prepared {
       const c = check();
       if (!c.ok || !bwrap || !seccompFile || !limits) throw new Error(c.ok ? "the driver is not initialized" : c.reason);
-      const layout = computeLayout({ places: req.scope.places, protectedGlobs: req.scope.protectedGlobs, ownPaths: [runDir] });
+      const places = req.scope.places;
+      let run: StageRun | undefined;
+      let stageRoot: string | undefined;
+      if (req.workspace === "staged") {
+        const st = stagingCheck();
+        if (!st.available || !staging?.unshare || !staging.shell || !staging.mode) throw new Error(`the workspace cannot be staged: ${st.available ? "the staging tools are missing" : st.reason}`);
+        const roots = stagedRootsOf(places);
+        const picked = pickStageRoot(stageCandidates(places), [...roots.map((r) => r.root), places.tmpRoot]);
+        if ("problem" in picked) throw new RequestError(picked.problem);
+        stageRoot = picked.dir;
+        run = createRun(stageRoot, roots);
+      }
+      const layout = computeLayout({
+        places,
+        protectedGlobs: req.scope.protectedGlobs,
+        ownPaths: [runDir],
+        staged: run?.roots.map((r) => r.root),
+        gitWritable: req.workspace === "direct-git",
+      });
       const hold = pool.acquire(layout.missing);
       let args: string[];
+      let file = bwrap;
       try {
         args = bwrapArgs({
           layout,
@@ -162,20 +234,42 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
           command: req.command,
           limits,
           fds: { seccomp: SECCOMP_FD, started: STARTED_FD },
+          ...(run
+            ? {
+                views: new Map(run.roots.map((r) => [r.root, r.merged])),
+                hidden: [stageRoot!],
+                ...(staging?.mode === "userns" ? { ids: { uid: process.getuid!(), gid: process.getgid!() } } : {}),
+              }
+            : {}),
         });
+        if (run) {
+          const h = holderCommand({ unshare: staging!.unshare!, shell: staging!.shell!, mode: staging!.mode!, roots: run.roots, inner: { file: bwrap, args } });
+          file = h.file;
+          args = [...h.args];
+        }
       } catch (e) {
         pool.release(hold);
+        if (run) removeRun(run);
         throw e;
       }
+      const disk: DiskGuard = {
+        paths: [...new Set([stageRoot ?? places.workspace, places.tmpRoot, places.workspace])],
+        reserveBytes: data.disk.reserveBytes,
+        maxBytes: data.disk.maxWriteBytes,
+        intervalMs: data.disk.intervalMs,
+      };
       return {
         layout,
+        ...(run ? { stage: run } : {}),
         spec: {
-          file: bwrap,
+          file,
           args,
           env: sandboxEnv(req.env, layout.tmpRoot),
           cwd: req.cwd,
           fd3File: seccompFile,
           startedFd: STARTED_FD,
+          disk,
+          ...(run ? { ended: { fd: ENDED_FD, roots: run.roots.map((r) => ({ root: r.root, upper: r.upper, merged: r.merged, gitDirs: gitDirsIn(places, r.root) })) } } : {}),
         },
         release: () => pool.release(hold),
       };
@@ -223,7 +317,9 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
       // What the last check found; checking again after a shutdown would make a new cgroup.
       const c = checked ?? lastCheck;
       if (!c) return [];
-      return c.ok ? c.notes : [c.reason];
+      const st = staging?.status;
+      const stage = st ? [st.available ? `staging: ${st.how}` : `staging unavailable: ${st.reason}`] : [];
+      return [...(c.ok ? c.notes : [c.reason]), ...stage];
     },
   };
 }

@@ -30,6 +30,7 @@ export function createMacDriver(opts: MacDriverOptions = {}): SandboxDriver {
     name: "sandbox-exec",
     platform: "darwin",
     check,
+    stagingCheck: () => ({ available: false, reason: "macOS has no copy-on-write mount auto mode can use" }),
     prepare(req: RunRequest): Prepared {
       const c = check();
       if (!c.ok) throw new Error(c.reason);
