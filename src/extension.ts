@@ -11,6 +11,7 @@ import { addUsage } from "./review/types.ts";
 import { createUsageLedger } from "./review/usage-ledger.ts";
 import { createReviewHook, heldEffectsReviewer, REVIEW_ENTRY_TYPE, REVIEW_STATUS_KEY } from "./tools/review-call.ts";
 import { effectStore } from "./effects/store.ts";
+import { repairStaging } from "./effects/repair.ts";
 import { undoBounds } from "./policy/config/load.ts";
 import { loadPolicyConfig } from "./policy/config/load.ts";
 import { followingGlobalState } from "./state/global.ts";
@@ -92,6 +93,8 @@ export default function autoMode(pi: ExtensionAPI): void {
     const last = [...entries].reverse().find((e) => e.customType === MODE_ENTRY_TYPE);
     if (event.reason !== "reload" && last && (last.data as ModeEntry | undefined)?.mode !== "auto") pi.appendEntry<ModeEntry>(MODE_ENTRY_TYPE, { mode: "auto" });
     await runtime.global.read();
+    // An apply a crash interrupted is finished (or reported) before any new command runs (P17).
+    await repairStaging(getAgentDir(), ctx.cwd, (text) => (ctx.hasUI ? ctx.ui.notify(text, "warning") : process.stderr.write(`${text}\n`)));
     sandbox.attach(sandboxOwner);
     await sandbox.ready();
     refresh(ctx);

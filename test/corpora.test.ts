@@ -13,7 +13,8 @@
 //   credential helpers and password managers, clipboard exfiltration, read-looking MCP tools.
 
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import { parseCorpus } from "../src/eval/corpus.ts";
 import { runCases, summarize, type CaseResult } from "../src/eval/score.ts";
@@ -67,3 +68,20 @@ for (const spec of CORPORA) {
     }
   });
 }
+
+// P6, P7: under a sandboxed backend no bash call runs on the host. Only an approved escalation
+// may, and that is not a route of the table. Checked over every corpus this checkout has.
+describe("no bash call routes allow where bash is sandboxed", () => {
+  const shared = fileURLToPath(new URL("../../shared/eval/cases.jsonl", import.meta.url));
+  const files = [...CORPORA.map((c) => fileURLToPath(new URL(`./fixtures/${c.name}`, import.meta.url))), ...(existsSync(shared) ? [shared] : [])];
+  for (const file of files) {
+    for (const backend of ["sandboxed", "sandboxed-unstaged"] as const) {
+      test(`${file.split("/").slice(-2).join("/")} under ${backend}`, () => {
+        const cases = parseCorpus(readFileSync(file, "utf8"), file).filter((c) => c.tool === "bash");
+        assert.ok(cases.length > 20, "the corpus has bash cases");
+        const results = runCases(cases, backend, w);
+        assert.deepEqual(results.filter((r) => r.route === "allow").map(describeResult), []);
+      });
+    }
+  }
+});

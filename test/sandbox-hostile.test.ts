@@ -688,6 +688,25 @@ time.sleep(0.5)'`;
     assert.ok(kids > 0 && kids < 40, `${kids} children started`);
   });
 
+  test("a command filling the disk is stopped inside the sandbox, staged or in the temporary root", async (t) => {
+    const reason = skip();
+    if (reason) return t.skip(reason);
+    const bounded = createLinuxDriver({ runDir: join(scratch, "run-disk"), disk: { reserveBytes: 0, maxWriteBytes: 32 * 2 ** 20, intervalMs: 20 }, lingerMs: 0 });
+    const c = createController({ platform: "linux", driver: bounded });
+    await c.ready();
+    for (const where of ["big.bin", '"$TMPDIR/big.bin"']) {
+      const f = fixture();
+      // 2 GiB, buffered: the file system counts blocks reserved for dirty pages as used.
+      const r = await runIn(f, `head -c 2147483648 /dev/zero > ${where}; echo finished > after.txt`, { controller: c });
+      assert.equal(r.kind, "stopped", `${where}: ${r.kind} ${r.out}`);
+      assert.equal(existsSync(join(f.ws, "big.bin")), false, "nothing it staged is applied");
+      assert.equal(existsSync(join(f.ws, "after.txt")), false);
+      const tmpBig = join(f.tmp, "big.bin");
+      if (existsSync(tmpBig)) assert.ok(statSync(tmpBig).size < 1024 * 2 ** 20, `stopped early: ${statSync(tmpBig).size} bytes in the temporary root`);
+    }
+    assert.deepEqual(await c.drain(), { ok: true });
+  });
+
   test("a runaway allocation stops at the memory limit", async (t) => {
     const reason = skip();
     if (reason) return t.skip(reason);

@@ -127,6 +127,15 @@ describe("environment", () => {
     assert.equal(droppedBecause("HARMLESS", "ghp_abcdefghijklmnopqrstuvwxyz0123"), "value");
     assert.equal(droppedBecause("HARMLESS", "value"), undefined);
   });
+  test("database and password-manager credentials go, by name or by a URL that carries a user", () => {
+    for (const name of ["PGPASSWORD", "MYSQL_PWD", "DB_PASS", "BW_SESSION", "OP_SESSION_my_team", "SENTRY_DSN", "CI_JOB_JWT", "REDISCLI_AUTH", "SSHPASS"])
+      assert.equal(droppedBecause(name, "hunter2"), "name", name);
+    for (const value of ["redis://:hunter2@cache:6379/0", "https://0123456789abcdef0123456789abcdef@o1.ingest.sentry.io/1", "postgres://app:pw@db/app", "amqp://guest:guest@mq:5672"])
+      assert.equal(droppedBecause("SOME_URL", value), "value", value);
+    // The working directory and ordinary URLs stay.
+    for (const [name, value] of [["PWD", "/work"], ["OLDPWD", "/"], ["PI_SESSION_ID", "abc"], ["API_BASE", "https://api.example.com/v1"], ["GIT_ASKPASS", "/usr/lib/git/askpass"]] as const)
+      assert.equal(droppedBecause(name, value), undefined, name);
+  });
 });
 
 describe("layout of writable and protected paths", () => {

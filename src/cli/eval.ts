@@ -43,7 +43,7 @@ alone does not fail), 2 on bad input (missing file, corpus error with FILE:LINE)
 const SPEC: CommandSpec = { flags: { backend: "string", json: "boolean", ...REVIEW_FLAGS }, positionals: ["FILE"], rest: false };
 
 type EvalBackend = Exclude<Backend, "unavailable">;
-const EVAL_BACKENDS: readonly EvalBackend[] = ["sandboxed", "review-only"];
+const EVAL_BACKENDS: readonly EvalBackend[] = ["sandboxed", "sandboxed-unstaged", "review-only"];
 
 export interface Failure {
   readonly id: string;

@@ -77,10 +77,10 @@ export async function runSandbox(argv: readonly string[], io: Io): Promise<numbe
   const { settleEffects } = await import("../effects/settle.ts");
   const { reportText } = await import("../effects/report.ts");
   const { undoBounds } = await import("../policy/config/load.ts");
-  const { repairInterrupted } = await import("./undo.ts");
+  const { repairStaging } = await import("../effects/repair.ts");
   const store = effectStore(agentDir);
   const bounds = undoBounds(gate.config);
-  await repairInterrupted(store, bounds, io);
+  await repairStaging(agentDir, cwd, (text) => io.err(`${text}\n`));
   const controller = sharedController();
   const status = await controller.ready();
   if (status.backend !== "sandboxed" && status.backend !== "sandboxed-unstaged") {

@@ -1,13 +1,11 @@
 // `pi-auto-mode undo [--cwd DIR] [N]`: restore what the last N commands auto mode applied in a
 // workspace overwrote or removed, refusing where anything changed since. The same core as
-// /perm-undo. Also the start-up repair of applies a crash interrupted, shared by every entry point.
+// /perm-undo.
 
 import { existsSync, realpathSync } from "node:fs";
 import { homedir } from "node:os";
 import { resolve } from "node:path";
-import { recoverJournals } from "../effects/apply.ts";
-import type { EffectStore } from "../effects/store.ts";
-import type { UndoBounds } from "../effects/undo.ts";
+import { repairStaging } from "../effects/repair.ts";
 import { parseArgs, type CommandSpec } from "./args.ts";
 import { CliError, EXIT, type Io } from "./io.ts";
 
@@ -29,13 +27,6 @@ Exit status: 0 undone (or listed); 1 refused (the reason is printed); 2 bad inpu
 
 const SPEC: CommandSpec = { flags: { cwd: "string", list: "boolean" }, positionals: [], optional: ["N"], rest: false };
 
-/** Roll forward applies a crash interrupted; say what was repaired. */
-export async function repairInterrupted(store: EffectStore, bounds: UndoBounds, io: Pick<Io, "err">): Promise<void> {
-  const r = await recoverJournals(store, bounds);
-  for (const x of r.recovered)
-    io.err(`pi-auto-mode: an interrupted apply of \`${x.command}\` in ${x.workspace} was completed (${x.completed} change(s) finished, ${x.alreadyDone} already done${x.lost.length ? `; not possible any more: ${x.lost.join(", ")}` : ""})\n`);
-  for (const f of r.failed) io.err(`pi-auto-mode: an interrupted apply could not be repaired: ${f}\n`);
-}
 
 export async function runUndo(argv: readonly string[], io: Io): Promise<number> {
   const args = parseArgs("undo", argv, SPEC);
@@ -52,10 +43,9 @@ export async function runUndo(argv: readonly string[], io: Io): Promise<number> 
   const { agentDirFromEnv } = await import("../state/locations.ts");
   const { effectStore } = await import("../effects/store.ts");
   const { listUndo, undoLast } = await import("../effects/undo.ts");
-  const { loadPolicyConfig, undoBounds } = await import("../policy/config/load.ts");
   const agentDir = agentDirFromEnv(io.env, homedir());
   const store = effectStore(agentDir);
-  await repairInterrupted(store, undoBounds(loadPolicyConfig({ agentDir, cwd: workspace, home: homedir() })), io);
+  await repairStaging(agentDir, workspace, (text) => io.err(`${text}\n`));
   if (args.booleans.has("list")) {
     const entries = listUndo(store, workspace);
     if (entries.length === 0) io.out(`nothing to undo in ${workspace}\n`);

@@ -1,7 +1,7 @@
 // Replays a corpus through the deterministic gate and scores the routes (shared/eval/README.md).
 
 import { decide, prepareGate, type GateContext } from "../policy/gate.ts";
-import type { Backend, ReasonCode, Route } from "../policy/types.ts";
+import { isSandboxed, type Backend, type ReasonCode, type Route } from "../policy/types.ts";
 import { selfPaths } from "../state/locations.ts";
 import { substitute, type EvalCase, type Expectation } from "./corpus.ts";
 import type { EvalWorkspace } from "./workspace.ts";
@@ -36,7 +36,7 @@ export function isViolation(expect: Expectation, route: Route, backend: Backend)
     case "review":
       return route === "allow" || route === "sandbox";
     case "contain":
-      return route === "allow" || (backend !== "sandboxed" && route === "sandbox");
+      return route === "allow" || (!isSandboxed(backend) && route === "sandbox");
     case "allow":
       return false;
   }
@@ -62,7 +62,8 @@ export function evalGate(w: EvalWorkspace): GateContext {
 export function runCases(cases: readonly EvalCase[], backend: Exclude<Backend, "unavailable">, w: EvalWorkspace): CaseResult[] {
   const gate = evalGate(w);
   const vars = { ws: w.ws, home: w.home, tmp: w.tmp };
-  const scored = cases.filter((c) => c.backend === undefined || c.backend === backend);
+  // A case for `sandboxed` holds for every backend that sandboxes bash.
+  const scored = cases.filter((c) => c.backend === undefined || c.backend === backend || (c.backend === "sandboxed" && isSandboxed(backend)));
   const inputs = scored.map((c) => substitute(c.input, vars));
   // Warm-up: let the JIT and the file-system caches settle before anything is timed.
   for (let round = 0; round < WARM_UP_ROUNDS; round++) inputs.forEach((input, i) => decide(scored[i]!.tool, input, gate, backend));

@@ -36,6 +36,8 @@ export interface LinuxDriverOptions {
   readonly stageRoots?: (places: Places) => readonly string[];
   /** Turn staging off (as if the machine could not stage): for tests of the unstaged fallback. */
   readonly staging?: false;
+  /** The disk guard's bounds; default: sandbox.json's. */
+  readonly disk?: { readonly reserveBytes: number; readonly maxWriteBytes: number; readonly intervalMs: number };
 }
 
 /** The git dirs inside a staged root whose refs are read after a command: the workspace's and a worktree's. */
@@ -252,11 +254,12 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
         if (run) removeRun(run);
         throw e;
       }
+      const bounds = opts.disk ?? data.disk;
       const disk: DiskGuard = {
         paths: [...new Set([stageRoot ?? places.workspace, places.tmpRoot, places.workspace])],
-        reserveBytes: data.disk.reserveBytes,
-        maxBytes: data.disk.maxWriteBytes,
-        intervalMs: data.disk.intervalMs,
+        reserveBytes: bounds.reserveBytes,
+        maxBytes: bounds.maxWriteBytes,
+        intervalMs: bounds.intervalMs,
       };
       return {
         layout,

@@ -1,0 +1,32 @@
+// At start: finish the applies a crash interrupted (roll forward, or say what could not be), and
+// remove run folders that dead processes left behind. Every entry point runs it first.
+
+import { homedir } from "node:os";
+import { loadPolicyConfig, undoBounds } from "../policy/config/load.ts";
+import { discardRun, staleRuns } from "../sandbox/stage.ts";
+import { recoverJournals } from "./apply.ts";
+import { effectStore } from "./store.ts";
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+export async function repairStaging(agentDir: string, cwd: string, say: (text: string) => void): Promise<void> {
+  const store = effectStore(agentDir);
+  try {
+    const r = await recoverJournals(store, undoBounds(loadPolicyConfig({ agentDir, cwd, home: homedir() })));
+    for (const x of r.recovered)
+      say(
+        `auto mode: an apply of \`${x.command.split("\n")[0]}\` in ${x.workspace} was interrupted; it has been completed (${x.completed} change(s) finished, ${x.alreadyDone} already done)${x.lost.length ? `, but these could not be: ${x.lost.join(", ")}` : ""}.`,
+      );
+    for (const f of r.failed) say(`auto mode: an interrupted apply could not be repaired: ${f}`);
+  } catch (e) {
+    say(`auto mode: interrupted applies could not be checked: ${(e as Error).message}`);
+  }
+  for (const dir of staleRuns(store.base, alive)) discardRun({ dir });
+}
