@@ -21,6 +21,8 @@ import { createMemoryGlobalState } from "../src/state/global.ts";
 import { createRuntimeState } from "../src/state/runtime-state.ts";
 import { createSandboxedBashTool, isActiveBash } from "../src/tools/bash.ts";
 import { createToolCallGate } from "../src/tools/tool-call-gate.ts";
+import type { ReviewHook } from "../src/tools/review-call.ts";
+import { ZERO_USAGE } from "../src/review/types.ts";
 
 const OK: ProbeResult = { ok: true, ms: 1, driver: "fake", notes: [], staging: UNSTAGED_STAGING };
 
@@ -436,5 +438,55 @@ describe("escalation counts through the gate and the bash tool (P7)", () => {
     const tool = createSandboxedBashTool({ controller: () => c, admissions: createAdmissionBook(), settings: () => ({}), effects: testEffects() });
     await assert.rejects(tool.execute("never-gated", { command: "ls" } as never, undefined, undefined, { cwd: tmpdir() } as unknown as ExtensionToolContext), /did not pass auto mode's gate/);
     assert.equal(counts.execs, 0);
+  });
+});
+
+describe("how a sandboxed call sees the workspace (P6, P17)", () => {
+  /** A gate and bash tool over a fake driver that records the workspace access of every run. */
+  async function through(staging: "staged" | "unstaged", reviewAdmits: boolean) {
+    const root = realpathSync(mkdtempSync(join(tmpdir(), "pi-auto-mode-sbw-")));
+    roots.push(root);
+    const cwd = join(root, "ws");
+    mkdirSync(cwd);
+    process.env.PI_CODING_AGENT_DIR = join(root, "agent");
+    const seen: string[] = [];
+    const { driver } = fakeDriver({ prepare: (req) => void seen.push(req.workspace) });
+    const probe: ProbeResult = { ok: true, ms: 1, driver: "fake", notes: [], staging: staging === "staged" ? { available: true, how: "fake" } : UNSTAGED_STAGING };
+    const { c } = controllerWith(driver, probe);
+    await c.ready();
+    const runtime = createRuntimeState(createMemoryGlobalState({ enabled: true }), () => c.status().backend);
+    const admissions = createAdmissionBook();
+    const allowed = { kind: "verdict", verdict: { risk_level: "low", user_authorization: "high", outcome: "allow", rationale: "ok" }, reviewer: undefined, usage: ZERO_USAGE, attempts: 1, inputTokens: 1, durationMs: 1 } as const;
+    const review: ReviewHook = async () =>
+      reviewAdmits ? { kind: "admit", run: "sandbox", review: allowed as never, binding: undefined as never } : { kind: "deny", text: "no", review: undefined, binding: undefined, changed: undefined };
+    const gate = createToolCallGate({ runtime, agentDir: () => join(root, "agent"), record: () => {}, review, sandbox: createSandboxGateLink({ admissions, reviewer: () => NO_REVIEWER }) });
+    const tool = createSandboxedBashTool({ controller: () => c, admissions, settings: () => ({}), effects: testEffects(join(root, "agent")) }, cwd);
+    const ctx = { cwd, signal: undefined, hasUI: false, ui: { setStatus() {} }, sessionManager: { getSessionId: () => "s", getSessionFile: () => undefined, getBranch: () => [] }, model: undefined } as unknown as ExtensionContext;
+    let n = 0;
+    const run = async (command: string) => {
+      const event = { type: "tool_call", toolCallId: `w-${++n}`, toolName: "bash", input: { command } } as unknown as ToolCallEvent;
+      const verdict = await gate(event, ctx);
+      if (verdict?.block) return "blocked";
+      await tool.execute(event.toolCallId, { command } as never, undefined, undefined, ctx as unknown as ExtensionToolContext).catch(() => {});
+      return seen.at(-1);
+    };
+    return { run, backend: () => c.status().backend };
+  }
+
+  test("where the machine stages, every bash call is staged, git writes included", async () => {
+    const s = await through("staged", false);
+    assert.equal(s.backend(), "sandboxed");
+    assert.equal(await s.run("cat README.md"), "staged");
+    assert.equal(await s.run("git add -A && git commit -m wip"), "staged");
+  });
+
+  test("where nothing can be staged, a git write runs only after review, with .git writable but its code-running parts", async () => {
+    const denied = await through("unstaged", false);
+    assert.equal(denied.backend(), "sandboxed-unstaged");
+    assert.equal(await denied.run("cat README.md"), "direct");
+    assert.equal(await denied.run("git add -A && git commit -m wip"), "blocked", "without an allow nothing runs");
+    const reviewed = await through("unstaged", true);
+    assert.equal(await reviewed.run("git add -A && git commit -m wip"), "direct-git");
+    assert.equal(await reviewed.run("cat README.md"), "direct", "an ordinary command never gets .git writable");
   });
 });

@@ -129,7 +129,7 @@ interface Ran {
   readonly effects: string;
 }
 
-async function runIn(f: Fixture, script: string, opts: { timeout?: number; controller?: SandboxController } = {}): Promise<Ran> {
+async function runIn(f: Fixture, script: string, opts: { timeout?: number; controller?: SandboxController; workspace?: "staged" | "direct" | "direct-git" } = {}): Promise<Ran> {
   const places = buildPlaces({ workspace: f.ws, tmpRoot: f.tmp, home: f.home, agentDir: f.agentDir, selfPaths: [] });
   const chunks: Buffer[] = [];
   const r = await (opts.controller ?? controller).run(
@@ -139,7 +139,7 @@ async function runIn(f: Fixture, script: string, opts: { timeout?: number; contr
       scope: { places, protectedGlobs: [] },
       env: { ...process.env, HOME: f.home, OPENAI_API_KEY: ENV_SECRET, GITHUB_TOKEN: "ghp_0123456789abcdefghijklmnopqrstuvwxyz" },
       shell: "/bin/bash",
-      workspace: WORKSPACE,
+      workspace: opts.workspace ?? WORKSPACE,
       // No reviewer: held effects are discarded, and each verdict looks at the real workspace after.
       settle: (end) => settleEffects({ ...end, places, protectedGlobs: [], command: script, store: effectStore(f.agentDir), bounds: DEFAULT_UNDO_BOUNDS }),
     },
@@ -688,6 +688,33 @@ time.sleep(0.5)'`;
     assert.ok(kids > 0 && kids < 40, `${kids} children started`);
   });
 
+  test("the reviewed-git fallback (nothing staged): git writes .git in place, never its config or hooks", async (t) => {
+    const reason = skip();
+    if (reason) return t.skip(reason);
+    const bounded = createLinuxDriver({ runDir: join(scratch, "run-git"), lingerMs: 0 });
+    const c = createController({ platform: "linux", driver: bounded });
+    await c.ready();
+    const f = fixture();
+    // Missing code-running parts must not be creatable either.
+    rmSync(join(f.ws, ".git", "info"), { recursive: true, force: true });
+    rmSync(join(f.ws, ".git", "hooks"), { recursive: true, force: true });
+    const r = await runIn(
+      f,
+      "git add notes.txt && git -c user.email=a@b -c user.name=n commit -q -m reviewed; echo /tmp/evil > .git/commondir; echo /tmp > .git/objects/info/alternates; mkdir -p .git/hooks; echo '[core] fsmonitor = evil' >> .git/config; echo hook > .git/hooks/pre-commit; mkdir -p .git/info; echo '* filter=x' > .git/info/attributes; true",
+      { workspace: "direct-git", controller: c },
+    );
+    assert.equal(r.kind, "exited");
+    assert.match(git(f.ws, "log", "--format=%s", "-1"), /reviewed/, r.out);
+    assert.equal(read(join(f.ws, ".git", "config")), templateWork["git config"]);
+    assert.equal(existsSync(join(f.ws, ".git", "hooks", "pre-commit")), false);
+    assert.equal(existsSync(join(f.ws, ".git", "info", "attributes")), false);
+    assert.equal(existsSync(join(f.ws, ".git", "commondir")), false, "a created commondir is removed after the command");
+    assert.equal(existsSync(join(f.ws, ".git", "objects", "info", "alternates")), false);
+    bounded.settle();
+    assert.equal(existsSync(join(f.ws, ".git", "hooks")), false, "the placeholders went with the command");
+    assert.deepEqual(await c.drain(), { ok: true });
+  });
+
   test("a command filling the disk is stopped inside the sandbox, staged or in the temporary root", async (t) => {
     const reason = skip();
     if (reason) return t.skip(reason);
@@ -699,10 +726,11 @@ time.sleep(0.5)'`;
       // 2 GiB, buffered: the file system counts blocks reserved for dirty pages as used.
       const r = await runIn(f, `head -c 2147483648 /dev/zero > ${where}; echo finished > after.txt`, { controller: c });
       assert.equal(r.kind, "stopped", `${where}: ${r.kind} ${r.out}`);
-      assert.equal(existsSync(join(f.ws, "big.bin")), false, "nothing it staged is applied");
       assert.equal(existsSync(join(f.ws, "after.txt")), false);
-      const tmpBig = join(f.tmp, "big.bin");
-      if (existsSync(tmpBig)) assert.ok(statSync(tmpBig).size < 1024 * 2 ** 20, `stopped early: ${statSync(tmpBig).size} bytes in the temporary root`);
+      if (WORKSPACE === "staged") assert.equal(existsSync(join(f.ws, "big.bin")), false, "nothing it staged is applied");
+      // Written in place (the temporary root always is): stopped long before 2 GiB.
+      for (const big of [join(f.tmp, "big.bin"), ...(WORKSPACE === "direct" ? [join(f.ws, "big.bin")] : [])])
+        if (existsSync(big)) assert.ok(statSync(big).size < 1024 * 2 ** 20, `stopped early: ${statSync(big).size} bytes in ${big}`);
     }
     assert.deepEqual(await c.drain(), { ok: true });
   });

@@ -53,6 +53,8 @@ export interface SandboxLayout {
   readonly scan: { readonly dirs: number; readonly truncated: boolean };
   /** Staged roots (mounted copy-on-write), outermost first. */
   readonly staged: readonly string[];
+  /** Code-running git files that do not exist and cannot get a placeholder: removed after the command if it made them. */
+  readonly forbidden: readonly string[];
 }
 
 export class LayoutError extends RequestError {}
@@ -161,6 +163,7 @@ export function computeLayout(input: LayoutInput): SandboxLayout {
 
   const readOnly = new Set<string>();
   const missing = new Set<string>();
+  const forbidden = new Set<string>();
   const protect = (p: string) => {
     // A protected entry that is a symlink: the link itself lives in a writable directory and
     // cannot be mounted over, so protect where it points (when that is writable at all).
@@ -179,7 +182,15 @@ export function computeLayout(input: LayoutInput): SandboxLayout {
   const inStaged = (p: string) => staged.some((r) => isWithin(r, p));
   // A git dir that is staged keeps only its code-running parts read-only: git writes the rest.
   const protectGitDir = (g: string) => {
-    for (const rel of data.staging.gitReadOnly) for (const p of expandOneLevel(g, rel)) if (lstatSync(p, { throwIfNoEntry: false })) readOnly.add(p);
+    for (const rel of data.staging.gitReadOnly)
+      for (const p of expandOneLevel(g, rel)) {
+        if (lstatSync(p, { throwIfNoEntry: false })) readOnly.add(p);
+        // Written in place, a missing hooks/ or info/ must not be creatable; staged, it is judged when the command ends.
+        else if (!inStaged(g) && lstatSync(dirname(p), { throwIfNoEntry: false })?.isDirectory()) {
+          if (data.staging.gitReadOnlyDirs.includes(rel)) missing.add(p);
+          else forbidden.add(p);
+        }
+      }
   };
   const protectOrStage = (p: string) => {
     const st = lstatSync(p, { throwIfNoEntry: false });
@@ -242,6 +253,7 @@ export function computeLayout(input: LayoutInput): SandboxLayout {
     masked: [...masked.values()].sort((a, b) => a.path.length - b.path.length),
     scan,
     staged,
+    forbidden: [...forbidden],
   };
 }
 

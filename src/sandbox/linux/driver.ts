@@ -1,7 +1,7 @@
 // The Linux driver: bubblewrap, called directly, with the hardened command line of bwrap.ts, the
 // seccomp program of seccomp.ts, placeholders for missing protected paths, and resource limits.
 
-import { accessSync, constants, existsSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { accessSync, constants, existsSync, lstatSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { delimiter, join } from "node:path";
 import { spawnSync } from "node:child_process";
 import data from "../data/sandbox.json" with { type: "json" };
@@ -274,7 +274,11 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
           disk,
           ...(run ? { ended: { fd: ENDED_FD, roots: run.roots.map((r) => ({ root: r.root, upper: r.upper, merged: r.merged, gitDirs: gitDirsIn(places, r.root) })) } } : {}),
         },
-        release: () => pool.release(hold),
+        release: () => {
+          // A code-running git file the command created where no placeholder could stand: it goes.
+          for (const f of layout.forbidden) if (lstatSync(f, { throwIfNoEntry: false })) rmSync(f, { recursive: true, force: true });
+          pool.release(hold);
+        },
       };
     },
     async exec(spec, io) {
