@@ -99,6 +99,8 @@ export default function autoMode(pi: ExtensionAPI): void {
     await sandbox.ready();
     refresh(ctx);
     if (runtime.backend() === "unavailable" && ctx.hasUI) ctx.ui.notify(`auto mode: the OS sandbox is unavailable, so shell commands are denied: ${backendReason()}`, "warning");
+    if (runtime.backend() === "sandboxed-unstaged" && ctx.hasUI)
+      ctx.ui.notify(`auto mode: shell commands run in the sandbox but write the workspace in place, so git writes need review: ${backendReason()}`, "warning");
   });
 
   // Admitted calls that have not finished: the gate never runs a call whose judgement another one may make stale.

@@ -2,7 +2,7 @@
 // way a user runs them. Effects are judged on the host.
 
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -59,6 +59,45 @@ describe("pi-auto-mode sandbox", { concurrency: 2 }, () => {
     const r = await run(["sandbox", "--timeout", "1", "--", "sleep 10"]);
     assert.equal(r.code, 124);
     assert.ok(Date.now() - t0 < 8000);
+  });
+
+  test("the command runs over a staged workspace: held changes are discarded with 122, and stderr says why", async (t) => {
+    if (unavailable) return t.skip(`sandbox unavailable: ${unavailable}`);
+    const dir = join(root, "held-ws");
+    mkdirSync(dir);
+    const notes = `${Array.from({ length: 2000 }, (_, i) => `note${i}`).join(" ")}\n`;
+    writeFileSync(join(dir, "notes.txt"), notes);
+    const r = await run(["sandbox", "--cwd", dir, "--", "echo built > out.js; : > notes.txt; echo finished"]);
+    assert.equal(r.code, 122, r.stderr);
+    assert.match(r.stdout, /finished/);
+    assert.match(r.stderr, /held because the command/);
+    assert.match(r.stderr, /notes\.txt \(emptied/);
+    assert.match(r.stderr, /exited with 0; its changes were not applied/);
+    assert.equal(readFileSync(join(dir, "notes.txt"), "utf8"), notes);
+    assert.equal(existsSync(join(dir, "out.js")), false);
+  });
+
+  test("pi-auto-mode undo restores what applied commands overwrote, newest first, and refuses after a later edit", async (t) => {
+    if (unavailable) return t.skip(`sandbox unavailable: ${unavailable}`);
+    const dir = join(root, "undo-ws");
+    mkdirSync(dir);
+    writeFileSync(join(dir, "a.txt"), "one\n");
+    assert.equal((await run(["sandbox", "--cwd", dir, "--", "echo two > a.txt"])).code, 0);
+    assert.equal((await run(["sandbox", "--cwd", dir, "--", "echo three > a.txt; echo new > b.txt"])).code, 0);
+    const list = await run(["undo", "--cwd", dir, "--list"]);
+    assert.equal(list.code, 0);
+    assert.match(list.stdout, /^1 .*echo three > a\.txt/m);
+    assert.match(list.stdout, /^2 .*echo two > a\.txt/m);
+    const one = await run(["undo", "--cwd", dir]);
+    assert.equal(one.code, 0, one.stderr);
+    assert.equal(readFileSync(join(dir, "a.txt"), "utf8"), "two\n");
+    assert.equal(existsSync(join(dir, "b.txt")), false, "what it created goes");
+    writeFileSync(join(dir, "a.txt"), "edited by the user\n");
+    const refused = await run(["undo", "--cwd", dir]);
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /changed since `echo two > a\.txt` ran: .*a\.txt/);
+    assert.equal(readFileSync(join(dir, "a.txt"), "utf8"), "edited by the user\n", "a later edit is never thrown away");
+    assert.equal((await run(["undo", "--cwd", dir, "0"])).code, 2);
   });
 
   test("usage errors exit 2", async () => {
