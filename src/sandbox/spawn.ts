@@ -6,7 +6,7 @@
 // anything, so whatever happens next, the call is never run again (P9).
 
 import { spawn, type StdioOptions } from "node:child_process";
-import { closeSync, openSync, statfsSync } from "node:fs";
+import { closeSync, openSync, statfsSync, writeFileSync } from "node:fs";
 import { constants as osConstants } from "node:os";
 import type { Socket } from "node:net";
 import { collectFacts, type FactsPlanRoot, type StagedFacts } from "../effects/facts.ts";
@@ -20,13 +20,28 @@ export interface SpawnSpec {
   readonly fd3File?: string;
   /** The fd number the started byte arrives on (4). */
   readonly startedFd: number;
-  /**
-   * A staged run: the holder reports the command's end on this fd and waits there, so the staged
-   * roots' merged views can be read (through /proc/<pid>/root) before they go.
-   */
-  readonly ended?: { readonly fd: number; readonly roots: readonly FactsPlanRoot[] };
+  /** A staged run: the holder's protocol (see linux/holder.ts). */
+  readonly staged?: StagedLaunch;
   /** Stop the command before it fills the disks its writes land on. */
   readonly disk?: DiskGuard;
+}
+
+/**
+ * A holder mounts the staged roots, then waits on `fd` for the word to start: the sandbox's argv is
+ * in `argsFile` by then (so a holder can be launched before its command is known). When the
+ * command has ended it says so on `fd` and waits again, so the merged views can be read (through
+ * /proc/<pid>/root) before they go.
+ */
+export interface StagedLaunch {
+  /** Identifies the launch, so a holder started ahead of time can be claimed for its command. */
+  readonly id: string;
+  readonly fd: number;
+  readonly roots: readonly FactsPlanRoot[];
+  /** Where bwrap's options go (NUL-separated, read with --args) and where the shell and command go. */
+  readonly argsFile: string;
+  readonly commandFile: string;
+  /** bwrap's argv, when the command is known: options, "--", the shell, "-c", the command. */
+  readonly argv?: readonly string[];
 }
 
 export interface DiskGuard {
@@ -76,110 +91,166 @@ function killGroup(pid: number | undefined): void {
 
 /** Spawn a sandbox and wait for it. Never rejects: every way it can end is an outcome. */
 export function spawnSandbox(spec: SpawnSpec, io: SpawnIo): Promise<SpawnOutcome> {
-  return new Promise((resolve) => {
-    if (io.signal?.aborted) {
-      resolve({ kind: "aborted", started: false });
-      return;
-    }
-    let fd3: number | undefined;
-    try {
-      if (spec.fd3File !== undefined) fd3 = openSync(spec.fd3File, "r");
-    } catch (e) {
-      resolve({ kind: "not-started", detail: `cannot open ${spec.fd3File}: ${(e as Error).message}` });
-      return;
-    }
-    const stdio: StdioOptions = ["ignore", "pipe", "pipe"];
-    const lastFd = Math.max(spec.startedFd, spec.ended?.fd ?? 0);
-    for (let fd = 3; fd <= lastFd; fd++) stdio.push(fd === spec.startedFd || fd === spec.ended?.fd ? "pipe" : fd === 3 && fd3 !== undefined ? fd3 : "ignore");
-    const child = spawn(spec.file, [...spec.args], { cwd: spec.cwd, env: spec.env, stdio, detached: true });
+  return launchSandbox(spec).run(io, spec.staged?.argv, spec.disk);
+}
+
+/** A sandbox process spawned, waiting (staged) or already on its way (direct). */
+export interface Launched {
+  /** Start it (staged: with this argv) and wait for it. Call once. Never rejects. */
+  run(io: SpawnIo, argv?: readonly string[], disk?: DiskGuard): Promise<SpawnOutcome>;
+  /** A launched holder that will never run: stop it (nothing of any command ran). */
+  cancel(): void;
+  /** It is gone already (it failed to mount, or was killed): claiming it would only fail. */
+  readonly gone: () => boolean;
+}
+
+export function launchSandbox(spec: SpawnSpec): Launched {
+  let fd3: number | undefined;
+  try {
+    if (spec.fd3File !== undefined) fd3 = openSync(spec.fd3File, "r");
+  } catch (e) {
+    const detail = `cannot open ${spec.fd3File}: ${(e as Error).message}`;
+    return { run: async () => ({ kind: "not-started", detail }), cancel() {}, gone: () => true };
+  }
+  const stdio: StdioOptions = ["ignore", "pipe", "pipe"];
+  const lastFd = Math.max(spec.startedFd, spec.staged?.fd ?? 0);
+  for (let fd = 3; fd <= lastFd; fd++) stdio.push(fd === spec.startedFd || fd === spec.staged?.fd ? "pipe" : fd === 3 && fd3 !== undefined ? fd3 : "ignore");
+  let child: ReturnType<typeof spawn>;
+  try {
+    child = spawn(spec.file, [...spec.args], { cwd: spec.cwd, env: spec.env, stdio, detached: true });
+  } finally {
     if (fd3 !== undefined) closeSync(fd3);
-    let facts: StagedFacts | undefined;
-    if (spec.ended) {
-      const plan = spec.ended;
-      const channel = child.stdio[plan.fd] as Socket | null;
-      let said = "";
-      channel?.on("data", (chunk: Buffer) => {
-        said += chunk.toString("latin1");
-        if (facts !== undefined || !said.includes("\n")) return;
-        // Every process of the command is gone; the holder keeps the merged views until we answer.
-        facts = child.pid === undefined ? { ok: false, reason: "the holder has no pid" } : collectFacts(plan.roots, `/proc/${child.pid}/root`);
-        channel.end("go\n");
-      });
-      channel?.on("error", () => {});
-    }
-
-    let started = false;
-    let ended = false;
-    let timedOut = false;
-    let aborted = false;
-    let diskFull: string | undefined;
-    // Until the start byte, output can only be the sandbox's own (bwrap's complaints).
-    const early: Buffer[] = [];
-    const onOutput = (chunk: Buffer) => {
-      if (started) io.onData(chunk);
-      else early.push(chunk);
-    };
-    child.stdout?.on("data", onOutput);
-    child.stderr?.on("data", onOutput);
-    const startedStream = child.stdio[spec.startedFd];
-    startedStream?.on("data", () => {
-      if (started) return;
-      started = true;
-      for (const c of early.splice(0)) io.onData(c);
-    });
-    startedStream?.on("error", () => {});
-
-    const onAbort = () => {
-      aborted = true;
-      killGroup(child.pid);
-    };
-    io.signal?.addEventListener("abort", onAbort, { once: true });
-    const timer =
-      io.timeout !== undefined
-        ? setTimeout(() => {
-            timedOut = true;
-            killGroup(child.pid);
-          }, io.timeout * 1000)
-        : undefined;
-    const diskTimer = spec.disk ? watchDisks(spec.disk, (why) => {
-      diskFull = why;
-      killGroup(child.pid);
-    }) : undefined;
-
-    const finish = (code: number | null, signal: NodeJS.Signals | null, error?: Error) => {
-      if (ended) return;
-      ended = true;
-      if (timer) clearTimeout(timer);
-      if (diskTimer) clearInterval(diskTimer);
-      io.signal?.removeEventListener("abort", onAbort);
-      if (aborted) return resolve({ kind: "aborted", started });
-      if (timedOut) return resolve({ kind: "timeout", started, seconds: io.timeout ?? 0 });
-      if (diskFull !== undefined) return resolve({ kind: "disk-full", detail: diskFull });
-      if (!started) {
-        const text = Buffer.concat(early).toString("utf8").trim().slice(0, MAX_DETAIL);
-        const why = error ? `${spec.file}: ${error.message}` : text || `${spec.file} exited with ${code ?? signal} before the command started`;
-        return resolve({ kind: "not-started", detail: why });
-      }
-      const exitCode = code ?? (signal ? 128 + (osConstants.signals[signal] ?? 0) : 1);
-      if (!spec.ended) return resolve({ kind: "exited", exitCode });
-      resolve({ kind: "exited", exitCode, facts: facts ?? { ok: false, reason: "the sandbox ended without reporting the end of the command" } });
-    };
-    child.on("error", (e) => finish(null, null, e));
-    // 'close' waits for every stdio stream, so the started byte and all output are in. The pid
-    // namespace ends every process of the sandbox with it, so close follows exit closely; the
-    // grace period only guards against a descendant that somehow kept a pipe.
-    child.on("close", (code, signal) => finish(code, signal));
-    child.on("exit", (code, signal) => {
-      setTimeout(() => {
-        if (ended) return;
-        child.stdout?.destroy();
-        child.stderr?.destroy();
-        startedStream?.destroy();
-        if (spec.ended) child.stdio[spec.ended.fd]?.destroy();
-        finish(code, signal);
-      }, CLOSE_GRACE_MS).unref();
-    });
+  }
+  let exit: { code: number | null; signal: NodeJS.Signals | null; error?: Error } | undefined;
+  let onClose: (() => void) | undefined;
+  let closed = false;
+  const close = (code: number | null, signal: NodeJS.Signals | null, error?: Error) => {
+    if (closed) return;
+    closed = true;
+    exit = { code, signal, ...(error ? { error } : {}) };
+    onClose?.();
+  };
+  child.on("error", (e) => close(null, null, e));
+  // 'close' waits for every stdio stream, so the started byte and all output are in. The pid
+  // namespace ends every process of the sandbox with it, so close follows exit closely; the
+  // grace period only guards against a descendant that somehow kept a pipe.
+  child.on("close", (code, signal) => close(code, signal));
+  child.on("exit", (code, signal) => {
+    setTimeout(() => {
+      if (closed) return;
+      for (const s of child.stdio) s?.destroy();
+      close(code, signal);
+    }, CLOSE_GRACE_MS).unref();
   });
+  // Until the start byte, output can only be the sandbox's own (the holder's or bwrap's complaints).
+  let started = false;
+  const early: Buffer[] = [];
+  let sink: ((b: Buffer) => void) | undefined;
+  const onOutput = (chunk: Buffer) => {
+    if (started && sink) sink(chunk);
+    else early.push(chunk);
+  };
+  child.stdout?.on("data", onOutput);
+  child.stderr?.on("data", onOutput);
+  const startedStream = child.stdio[spec.startedFd];
+  startedStream?.on("data", () => {
+    if (started) return;
+    started = true;
+    if (sink) for (const c of early.splice(0)) sink(c);
+  });
+  startedStream?.on("error", () => {});
+
+  const channel = spec.staged ? (child.stdio[spec.staged.fd] as Socket | null) : null;
+  let facts: StagedFacts | undefined;
+  if (spec.staged && channel) {
+    const plan = spec.staged;
+    let said = "";
+    channel.on("data", (chunk: Buffer) => {
+      said += chunk.toString("latin1");
+      if (facts !== undefined || !said.includes("\n")) return;
+      // Every process of the command is gone; the holder keeps the merged views until we answer.
+      facts = child.pid === undefined ? { ok: false, reason: "the holder has no pid" } : collectFacts(plan.roots, `/proc/${child.pid}/root`);
+      channel.end("go\n");
+    });
+    channel.on("error", () => {});
+  }
+
+  let claimed = false;
+  return {
+    gone: () => closed || child.exitCode !== null || child.signalCode !== null,
+    cancel() {
+      claimed = true;
+      killGroup(child.pid);
+    },
+    run(io, argv, disk) {
+      return new Promise<SpawnOutcome>((resolve) => {
+        if (claimed) return resolve({ kind: "not-started", detail: "this sandbox was already used" });
+        claimed = true;
+        sink = io.onData;
+        if (started) for (const c of early.splice(0)) sink(c);
+        if (io.signal?.aborted) {
+          killGroup(child.pid);
+          return resolve({ kind: "aborted", started: false });
+        }
+        let timedOut = false;
+        let aborted = false;
+        let diskFull: string | undefined;
+        const onAbort = () => {
+          aborted = true;
+          killGroup(child.pid);
+        };
+        io.signal?.addEventListener("abort", onAbort, { once: true });
+        const timer =
+          io.timeout !== undefined
+            ? setTimeout(() => {
+                timedOut = true;
+                killGroup(child.pid);
+              }, io.timeout * 1000)
+            : undefined;
+        const diskTimer = disk
+          ? watchDisks(disk, (why) => {
+              diskFull = why;
+              killGroup(child.pid);
+            })
+          : undefined;
+        const finish = () => {
+          const { code, signal, error } = exit!;
+          if (timer) clearTimeout(timer);
+          if (diskTimer) clearInterval(diskTimer);
+          io.signal?.removeEventListener("abort", onAbort);
+          if (aborted) return resolve({ kind: "aborted", started });
+          if (timedOut) return resolve({ kind: "timeout", started, seconds: io.timeout ?? 0 });
+          if (diskFull !== undefined) return resolve({ kind: "disk-full", detail: diskFull });
+          if (!started) {
+            const text = Buffer.concat(early).toString("utf8").trim().slice(0, MAX_DETAIL);
+            const why = error ? `${spec.file}: ${error.message}` : text || `${spec.file} exited with ${code ?? signal} before the command started`;
+            return resolve({ kind: "not-started", detail: why });
+          }
+          const exitCode = code ?? (signal ? 128 + (osConstants.signals[signal] ?? 0) : 1);
+          if (!spec.staged) return resolve({ kind: "exited", exitCode });
+          resolve({ kind: "exited", exitCode, facts: facts ?? { ok: false, reason: "the sandbox ended without reporting the end of the command" } });
+        };
+        if (closed) return finish();
+        onClose = finish;
+        if (spec.staged) {
+          // The sandbox's argv, then the word to start.
+          try {
+            const all = argv ?? [];
+            const dash = all.indexOf("--");
+            if (dash < 0 || all.length < dash + 4 || all[dash + 2] !== "-c") throw new Error("the sandbox's argv does not end in -- SHELL -c COMMAND");
+            if (all.some((a) => a.includes("\0"))) throw new Error("an argument holds a NUL byte");
+            writeFileSync(spec.staged.argsFile, all.slice(0, dash).map((a) => `${a}\0`).join(""), { mode: 0o600 });
+            writeFileSync(spec.staged.commandFile, `${all[dash + 1]}\0${all[dash + 3]}\0`, { mode: 0o600 });
+          } catch (e) {
+            killGroup(child.pid);
+            early.push(Buffer.from(`cannot hand the sandbox its arguments: ${(e as Error).message}`));
+            return;
+          }
+          channel?.write("go\n");
+        }
+      });
+    },
+  };
 }
 
 /**

@@ -95,31 +95,37 @@ export function markStart(run: StageRun): bigint {
   return statSync(run.marker, { bigint: true }).ctimeNs;
 }
 
-/** Remove a run's folders. The overlay's work folder holds a mode-0 directory: open it up first. */
-export function removeRun(run: Pick<StageRun, "dir">): void {
+/** The kernel makes each overlay's work/work with mode 0 (and may leave entries in it): open them up. */
+function openWorkDirs(dir: string): void {
   let names: string[] = [];
   try {
-    names = readdirSync(run.dir);
+    names = readdirSync(dir);
   } catch {
     return;
   }
   for (const n of names) {
-    // The kernel makes work/work (mode 0) and may leave entries in it after a crash.
-    const inner = join(run.dir, n, "work", "work");
+    const inner = join(dir, n, "work", "work");
     try {
       if (lstatSync(inner, { throwIfNoEntry: false })?.isDirectory()) chmodSync(inner, 0o700);
     } catch {
-      // rmSync says what is wrong below
+      // the removal says what is wrong
     }
   }
+}
+
+/** Remove a run's folders. */
+export function removeRun(run: Pick<StageRun, "dir">): void {
+  openWorkDirs(run.dir);
   rmSync(run.dir, { recursive: true, force: true, maxRetries: 2 });
 }
 
 /**
- * Remove a run off the critical path: renamed out of the runs folder at once (so nothing mistakes
- * it for a live run), deleted in the background. A crash leaves it to the next start's sweep.
+ * Remove a run off the critical path: opened up and renamed out of the runs folder at once (so
+ * nothing mistakes it for a live run), deleted in the background. A crash leaves it to the next
+ * start's sweep.
  */
 export function discardRun(run: Pick<StageRun, "dir">): void {
+  openWorkDirs(run.dir);
   const trash = `${run.dir}.trash`;
   try {
     renameSync(run.dir, trash);
@@ -127,18 +133,9 @@ export function discardRun(run: Pick<StageRun, "dir">): void {
     removeRun(run);
     return;
   }
-  void (async () => {
-    try {
-      // The overlay's work/work folder is mode 0; open it up before removing.
-      for (const n of readdirSync(trash)) {
-        const inner = join(trash, n, "work", "work");
-        if (lstatSync(inner, { throwIfNoEntry: false })?.isDirectory()) chmodSync(inner, 0o700);
-      }
-      await rm(trash, { recursive: true, force: true, maxRetries: 2 });
-    } catch {
-      // the next start's sweep removes it
-    }
-  })();
+  void rm(trash, { recursive: true, force: true, maxRetries: 2 }).catch(() => {
+    // the next start's sweep removes it
+  });
 }
 
 /** Runs left by processes that are gone (crashed or killed): their folders hold nothing anyone needs. */

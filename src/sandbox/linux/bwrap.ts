@@ -34,6 +34,8 @@ export interface BwrapPlan {
   readonly hidden?: readonly string[];
   /** Inside the holder's user namespace the caller is uid 0: map the command back to the caller. */
   readonly ids?: { readonly uid: number; readonly gid: number };
+  /** The command's environment, set by bwrap (a holder is started before the command is known). */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 /**
@@ -94,6 +96,10 @@ export function bwrapArgs(plan: BwrapPlan): string[] {
     "/proc/pressure",
   ];
   if (plan.ids) a.splice(a.indexOf("--unshare-user") + 1, 0, "--uid", String(plan.ids.uid), "--gid", String(plan.ids.gid));
+  if (plan.env) {
+    a.push("--clearenv");
+    for (const [k, v] of Object.entries(plan.env)) if (v !== undefined) a.push("--setenv", k, v);
+  }
   for (const w of layout.writable) a.push("--bind", plan.views?.get(w) ?? w, w);
   // Outermost first, so a nested entry is mounted on top of its parent's mount.
   const readOnly = [...new Set([...layout.readOnly, ...plan.appeared])].sort((x, y) => x.length - y.length || x.localeCompare(y));

@@ -8,8 +8,9 @@ import data from "../data/sandbox.json" with { type: "json" };
 import { sandboxEnv } from "../env.ts";
 import { computeLayout } from "../layout.ts";
 import { defaultRunDir, ensureRunDir } from "../run-dir.ts";
-import { spawnSandbox, type DiskGuard } from "../spawn.ts";
-import { createRun, pickStageRoot, removeRun, type StageRun, type StagedRootKind } from "../stage.ts";
+import type { DiskGuard, SpawnOutcome, SpawnSpec } from "../spawn.ts";
+import { createLaunchPool } from "../launches.ts";
+import { createRun, discardRun, pickStageRoot, removeRun, type StageRun, type StagedRootKind } from "../stage.ts";
 import { RequestError, type Prepared, type RunRequest, type SandboxDriver, type StagingStatus, type StaticCheck } from "../types.ts";
 import { isWithin, type Places } from "../../policy/places.ts";
 import { bwrapArgs } from "./bwrap.ts";
@@ -124,14 +125,54 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
       if (!p) return no(`${t} (util-linux) is not installed`);
       tools[t] = p;
     }
-    const shell = existsSync("/bin/sh") ? "/bin/sh" : undefined;
-    if (!shell) return no("/bin/sh is missing");
+    // bash: the holder reads the command with its own `read -d ''`, no process spent.
+    const shell = ["/bin/bash", "/usr/bin/bash"].find((b) => existsSync(b));
+    if (!shell) return no("bash is missing (/bin/bash)");
     const euid = typeof process.geteuid === "function" ? process.geteuid() : -1;
     const mode: HolderMode = euid === 0 ? "root" : "userns";
     const how = mode === "root" ? "overlay in a private mount namespace (unshare -m)" : "overlay in a user and mount namespace (unshare -Urm, userxattr)";
     return { status: { available: true, how }, unshare: tools.unshare!, shell, mode };
   };
   const stageCandidates = opts.stageRoots ?? ((places: Places) => [join(places.agentDir, "auto-mode", "staging"), join(runDir, "staging")]);
+
+  // The holder launched ahead for the next staged command, and what the last one staged.
+  let ahead: { key: string; run: StageRun; spec: SpawnSpec } | undefined;
+  let next: { key: string; places: Places; stageRoot: string } | undefined;
+  const local = createLaunchPool();
+  const startedSpawner = () => (spawner ??= startSpawner(cgroup?.dir));
+  const launchKey = (places: Places, stageRoot: string) => JSON.stringify([stagedRootsOf(places), stageRoot, gitDirsIn(places, places.workspace)]);
+  /** The holder for one run: everything but the sandbox's argv, which it reads when told to start. */
+  const holderLaunch = (run: StageRun, places: Places, stageRoot: string): SpawnSpec => {
+    const argsFile = join(run.dir, "argv");
+    const commandFile = join(run.dir, "command");
+    const h = holderCommand({ unshare: staging!.unshare!, shell: staging!.shell!, mode: staging!.mode!, roots: run.roots, bwrap: bwrap!, argsFile, commandFile });
+    const roots = run.roots.map((r) => ({ root: r.root, upper: r.upper, merged: r.merged, gitDirs: gitDirsIn(places, r.root) }));
+    void stageRoot;
+    return { file: h.file, args: h.args, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LANG: "C" }, cwd: "/", fd3File: seccompFile!, startedFd: STARTED_FD, staged: { id: run.id, fd: ENDED_FD, roots, argsFile, commandFile } };
+  };
+  const cancelAhead = () => {
+    const a = ahead;
+    ahead = undefined;
+    if (!a) return;
+    if (opts.spawner === false) local.cancel(a.run.id);
+    else void spawner?.then((s) => s.cancel(a.run.id), () => {});
+    discardRun(a.run);
+  };
+  const launchAhead = () => {
+    const n = next;
+    if (!n || ahead?.key === n.key) return;
+    cancelAhead();
+    try {
+      const run = createRun(n.stageRoot, stagedRootsOf(n.places));
+      const spec = holderLaunch(run, n.places, n.stageRoot);
+      ahead = { key: n.key, run, spec };
+      if (opts.spawner === false) local.launch(spec);
+      else void startedSpawner().then((s) => s.launch(spec), () => {});
+    } catch {
+      // launching ahead is an optimization; the next command launches its own holder
+      ahead = undefined;
+    }
+  };
 
   let lastCheck: StaticCheck | undefined;
   const check = (): StaticCheck => {
@@ -207,6 +248,7 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
       const places = req.scope.places;
       let run: StageRun | undefined;
       let stageRoot: string | undefined;
+      let launch: SpawnSpec | undefined;
       if (req.workspace === "staged") {
         const st = stagingCheck();
         if (!st.available || !staging?.unshare || !staging.shell || !staging.mode) throw new Error(`the workspace cannot be staged: ${st.available ? "the staging tools are missing" : st.reason}`);
@@ -214,7 +256,16 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
         const picked = pickStageRoot(stageCandidates(places), [...roots.map((r) => r.root), places.tmpRoot]);
         if ("problem" in picked) throw new RequestError(picked.problem);
         stageRoot = picked.dir;
-        run = createRun(stageRoot, roots);
+        const key = launchKey(places, stageRoot);
+        // A holder launched after the last command, for the same roots: its mount is done already.
+        if (ahead?.key === key) {
+          ({ run, spec: launch } = ahead);
+          ahead = undefined;
+        } else {
+          run = createRun(stageRoot, roots);
+          launch = holderLaunch(run, places, stageRoot);
+        }
+        next = { key, places, stageRoot };
       }
       const layout = computeLayout({
         places,
@@ -225,7 +276,6 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
       });
       const hold = pool.acquire(layout.missing);
       let args: string[];
-      let file = bwrap;
       try {
         args = bwrapArgs({
           layout,
@@ -240,15 +290,12 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
             ? {
                 views: new Map(run.roots.map((r) => [r.root, r.merged])),
                 hidden: [stageRoot!],
+                // The holder was started before the command's environment was known: bwrap sets it.
+                env: sandboxEnv(req.env, places.tmpRoot),
                 ...(staging?.mode === "userns" ? { ids: { uid: process.getuid!(), gid: process.getgid!() } } : {}),
               }
             : {}),
         });
-        if (run) {
-          const h = holderCommand({ unshare: staging!.unshare!, shell: staging!.shell!, mode: staging!.mode!, roots: run.roots, inner: { file: bwrap, args } });
-          file = h.file;
-          args = [...h.args];
-        }
       } catch (e) {
         pool.release(hold);
         if (run) removeRun(run);
@@ -261,19 +308,13 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
         maxBytes: bounds.maxWriteBytes,
         intervalMs: bounds.intervalMs,
       };
+      const spec: SpawnSpec = launch
+        ? { ...launch, staged: { ...launch.staged!, argv: args }, disk }
+        : { file: bwrap, args, env: sandboxEnv(req.env, layout.tmpRoot), cwd: req.cwd, fd3File: seccompFile, startedFd: STARTED_FD, disk };
       return {
         layout,
         ...(run ? { stage: run } : {}),
-        spec: {
-          file,
-          args,
-          env: sandboxEnv(req.env, layout.tmpRoot),
-          cwd: req.cwd,
-          fd3File: seccompFile,
-          startedFd: STARTED_FD,
-          disk,
-          ...(run ? { ended: { fd: ENDED_FD, roots: run.roots.map((r) => ({ root: r.root, upper: r.upper, merged: r.merged, gitDirs: gitDirsIn(places, r.root) })) } } : {}),
-        },
+        spec,
         release: () => {
           // A code-running git file the command created where no placeholder could stand: it goes.
           for (const f of layout.forbidden) if (lstatSync(f, { throwIfNoEntry: false })) rmSync(f, { recursive: true, force: true });
@@ -282,21 +323,29 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
       };
     },
     async exec(spec, io) {
-      if (opts.spawner === false) return spawnSandbox(spec, io);
-      spawner ??= startSpawner(cgroup?.dir);
-      let s: Spawner;
-      try {
-        s = await spawner;
-      } catch (e) {
-        return { kind: "not-started", detail: (e as Error).message };
+      let outcome: SpawnOutcome;
+      if (opts.spawner === false) outcome = await local.run(spec, io);
+      else {
+        let s: Spawner;
+        try {
+          s = await startedSpawner();
+        } catch (e) {
+          return { kind: "not-started", detail: (e as Error).message };
+        }
+        outcome = await s.exec(spec, io);
       }
-      return s.exec(spec, io);
+      // The next command in this workspace will find its holder mounted and waiting.
+      if (spec.staged) launchAhead();
+      return outcome;
     },
     // A protected path or the working directory removed between the layout and the mount.
     transient: (detail) => /^bwrap: Can't (find source path|chdir|create file at|mkdir)/m.test(detail),
     settle: () => pool.flush(),
     stopNow() {
       try {
+        next = undefined;
+        cancelAhead();
+        local.cancelAll();
         pool.flush();
       } finally {
         void spawner?.then((x) => x.kill(), () => {});
@@ -305,6 +354,10 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
     },
     async shutdown() {
       let failure: unknown;
+      // A holder waiting for a command that will not come: nothing of any command ran in it.
+      next = undefined;
+      cancelAhead();
+      local.cancelAll();
       try {
         pool.flush();
       } catch (e) {

@@ -19,7 +19,11 @@ export type HolderMode = "root" | "userns";
 export const ENDED_FD = 5;
 
 // Fixed text: every path arrives as a positional parameter, never inside the script.
-// $1 mount options prefix, $2 the number of roots, then 5 words a root, then the bwrap argv.
+// $1 mount options prefix, $2 the number of roots, then 5 words a root, then bwrap, its options
+// file and the command file. It mounts, waits for the word to start (both files are written by
+// then), runs bwrap with the options from the first file (bwrap reads and closes fd 6) and the
+// shell and command from the second (NUL-separated, read by bash's own `read`, no process), then
+// reports the end and waits to be released.
 const SCRIPT = [
   "o=$1; n=$2; shift 2",
   'while [ "$n" -gt 0 ]; do',
@@ -27,7 +31,9 @@ const SCRIPT = [
   '  mount -t overlay overlay -o "${o}lowerdir=$2,upperdir=$3,workdir=$4" "$5" || exit 125',
   "  shift 5; n=$((n-1))",
   "done",
-  `"$@" </dev/null ${ENDED_FD}>&-`,
+  `read -r _ <&${ENDED_FD} || exit 125`,
+  `{ IFS= read -r -d '' sh_; IFS= read -r -d '' cmd_; } <"$3"`,
+  `"$1" --args 6 6<"$2" -- "$sh_" -c "$cmd_" </dev/null ${ENDED_FD}>&-`,
   "s=$?",
   `printf 'ended %s\\n' "$s" >&${ENDED_FD} && read -r _ <&${ENDED_FD}`,
   'exit "$s"',
@@ -50,13 +56,16 @@ export function holderCommand(opts: {
   readonly shell: string;
   readonly mode: HolderMode;
   readonly roots: readonly StagedRoot[];
-  readonly inner: { readonly file: string; readonly args: readonly string[] };
+  /** The bwrap to run, the file its options will be in, and the file its command will be in. */
+  readonly bwrap: string;
+  readonly argsFile: string;
+  readonly commandFile: string;
 }): HolderCommand {
   const ns = opts.mode === "root" ? ["-m", "--propagation", "private"] : ["-Urm", "--propagation", "private"];
   const options = `${opts.mode === "userns" ? "userxattr," : ""}${OVERLAY_OPTIONS}`;
   const roots = opts.roots.flatMap((r) => [r.root, r.lower, r.upper, r.work, r.merged]);
   return {
     file: opts.unshare,
-    args: [...ns, opts.shell, "-c", SCRIPT, "pi-auto-mode-holder", options, String(opts.roots.length), ...roots, opts.inner.file, ...opts.inner.args],
+    args: [...ns, opts.shell, "-c", SCRIPT, "pi-auto-mode-holder", options, String(opts.roots.length), ...roots, opts.bwrap, opts.argsFile, opts.commandFile],
   };
 }

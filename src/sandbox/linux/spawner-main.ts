@@ -4,9 +4,16 @@
 
 import { rmdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { spawnSandbox, type SpawnSpec } from "../spawn.ts";
+import { createLaunchPool } from "../launches.ts";
+import type { SpawnSpec } from "../spawn.ts";
 
-type Request = { readonly type: "run"; readonly id: number; readonly spec: SpawnSpec; readonly timeout?: number } | { readonly type: "abort"; readonly id: number };
+type Request =
+  | { readonly type: "run"; readonly id: number; readonly spec: SpawnSpec; readonly timeout?: number }
+  | { readonly type: "abort"; readonly id: number }
+  | { readonly type: "launch"; readonly spec: SpawnSpec }
+  | { readonly type: "cancel"; readonly launch: string };
+
+const launches = createLaunchPool();
 
 const runs = new Map<number, AbortController>();
 const send = (m: unknown) => {
@@ -22,9 +29,11 @@ process.on("message", (m: Request) => {
     runs.get(m.id)?.abort();
     return;
   }
+  if (m.type === "launch") return launches.launch(m.spec);
+  if (m.type === "cancel") return launches.cancel(m.launch);
   const abort = new AbortController();
   runs.set(m.id, abort);
-  void spawnSandbox(m.spec, { onData: (data) => send({ type: "data", id: m.id, data }), signal: abort.signal, timeout: m.timeout }).then((outcome) => {
+  void launches.run(m.spec, { onData: (data) => send({ type: "data", id: m.id, data }), signal: abort.signal, timeout: m.timeout }).then((outcome) => {
     runs.delete(m.id);
     send({ type: "done", id: m.id, outcome });
   });
@@ -46,6 +55,7 @@ function leave(): void {
 
 // No parent, no sandboxes: bwrap's --die-with-parent takes each sandbox down with this process.
 process.on("disconnect", () => {
+  launches.cancelAll();
   for (const a of runs.values()) a.abort();
   const started = Date.now();
   const finish = () => {

@@ -20,6 +20,9 @@ type Reply =
 export interface Spawner {
   readonly pid: number;
   exec(spec: SpawnSpec, io: SpawnIo): Promise<SpawnOutcome>;
+  /** Start a staged spec's holder ahead of its command (see launches.ts). */
+  launch(spec: SpawnSpec): void;
+  cancel(launch: string): void;
   /** Stop the helper and wait until it is gone (its cgroup can then be removed). */
   close(): Promise<void>;
   /** At process exit: stop it now, without waiting. */
@@ -133,6 +136,12 @@ export async function startSpawner(cgroupDir: string | undefined): Promise<Spawn
         if (io.signal?.aborted) onAbort();
         else io.signal?.addEventListener("abort", onAbort, { once: true });
       });
+    },
+    launch(spec) {
+      if (!gone) child.send({ type: "launch", spec }, () => {});
+    },
+    cancel(launch) {
+      if (!gone) child.send({ type: "cancel", launch }, () => {});
     },
     async close() {
       if (child.exitCode === null && child.signalCode === null) {
