@@ -688,6 +688,33 @@ time.sleep(0.5)'`;
     assert.ok(kids > 0 && kids < 40, `${kids} children started`);
   });
 
+  test("staged: a commit in a linked worktree (its git dir outside the workspace) lands; the main repository's config and hooks do not change", async (t) => {
+    const reason = skip();
+    if (reason || WORKSPACE !== "staged") return t.skip(reason || "staging only");
+    const f = fixture();
+    const wt = join(f.root, "wt");
+    git(f.ws, "worktree", "add", "-q", wt, "-b", "topic");
+    const places = buildPlaces({ workspace: wt, tmpRoot: f.tmp, home: f.home, agentDir: f.agentDir, selfPaths: [] });
+    const command = "echo x > wt.txt && git add wt.txt && git -c user.email=a@b -c user.name=n commit -q -m in-worktree; echo evil >> \"$(git rev-parse --git-common-dir)/config\"; true";
+    const r = await controller.run(
+      {
+        command,
+        cwd: wt,
+        scope: { places, protectedGlobs: [] },
+        env: { ...process.env, HOME: f.home },
+        shell: "/bin/bash",
+        workspace: "staged",
+        settle: (end) => settleEffects({ ...end, places, protectedGlobs: [], command, store: effectStore(f.agentDir), bounds: DEFAULT_UNDO_BOUNDS }),
+      },
+      { onData: () => {} },
+    );
+    assert.equal(r.kind, "exited");
+    assert.match(git(wt, "log", "--format=%s", "-1"), /in-worktree/);
+    assert.match(git(f.ws, "log", "--format=%s", "-1", "topic"), /in-worktree/, "the branch moved in the shared repository");
+    assert.equal(read(join(f.ws, ".git", "config")), templateWork["git config"]);
+    assert.equal(read(join(f.ws, "README.md")), templateWork["README.md"], "the main work tree is untouched");
+  });
+
   test("the reviewed-git fallback (nothing staged): git writes .git in place, never its config or hooks", async (t) => {
     const reason = skip();
     if (reason) return t.skip(reason);

@@ -101,6 +101,8 @@ export function bwrapArgs(plan: BwrapPlan): string[] {
     for (const [k, v] of Object.entries(plan.env)) if (v !== undefined) a.push("--setenv", k, v);
   }
   for (const w of layout.writable) a.push("--bind", plan.views?.get(w) ?? w, w);
+  // A staged root outside the writable roots (a worktree's git dir): writable only as its staged view.
+  for (const [root, view] of plan.views ?? []) if (!layout.writable.includes(root)) a.push("--bind", view, root);
   // Outermost first, so a nested entry is mounted on top of its parent's mount.
   const readOnly = [...new Set([...layout.readOnly, ...plan.appeared])].sort((x, y) => x.length - y.length || x.localeCompare(y));
   for (const p of readOnly) a.push("--ro-bind", p, p);
