@@ -144,6 +144,7 @@ export function judgeEffects(input: JudgeInput): EffectJudgement {
     }
   }
   const recoverable = git?.recoverable ?? NOTHING_RECOVERABLE;
+  const blocked = new Set<string>();
   try {
     for (const { root: rf, change: c, abs } of workChanges) {
       const staged = run.roots.find((r) => r.root === rf.root)!;
@@ -158,7 +159,7 @@ export function judgeEffects(input: JudgeInput): EffectJudgement {
         skipped.push({ path: abs, why: "a special file (FIFO, socket or device) is never applied" });
         continue;
       }
-      judgeChange(input, rf, c, abs, recoverable, { ops, conflicts, lost, held });
+      judgeChange(input, rf, c, abs, recoverable, { ops, conflicts, lost, held, blocked });
       if (c.op === "delete") deleted++;
       else if (c.before === null) created++;
       else modified++;
@@ -267,13 +268,18 @@ interface Sink {
   readonly conflicts: Conflict[];
   readonly lost: LostFile[];
   readonly held: HeldItem[];
+  /** Paths (relative to their root) whose changes are not applied: nothing below them is either. */
+  readonly blocked: Set<string>;
 }
 
 function judgeChange(input: JudgeInput, rf: RootFacts, c: Change, abs: string, rec: Recoverable, sink: Sink): void {
   const regenerable = anyRegenerable(c.rel);
   const keep = !regenerable;
   const beforeId = c.beforeId;
+  // Below a path that conflicts, nothing is applied: what is there now may not even be a folder.
+  for (let p = parentOf(c.rel); p !== ""; p = parentOf(p)) if (sink.blocked.has(`${rf.root}\0${p}`)) return;
   if (beforeId !== null && changedSince(beforeId, input.startCtimeNs)) {
+    sink.blocked.add(`${rf.root}\0${c.rel}`);
     sink.conflicts.push({ path: abs, detail: "it also changed outside the sandbox while the command ran" });
     return;
   }
@@ -282,6 +288,7 @@ function judgeChange(input: JudgeInput, rf: RootFacts, c: Change, abs: string, r
     if (c.before === "dir" && !regenerable) {
       const sub = inspectRemovedTree(input, rf, c.rel, abs, rec);
       if (sub.conflict) {
+        sink.blocked.add(`${rf.root}\0${c.rel}`);
         sink.conflicts.push({ path: sub.conflict, detail: "it also changed outside the sandbox while the command ran" });
         return;
       }
@@ -297,6 +304,7 @@ function judgeChange(input: JudgeInput, rf: RootFacts, c: Change, abs: string, r
       // A directory replaced by something else: everything in it goes first.
       const sub = inspectRemovedTree(input, rf, c.rel, abs, rec);
       if (sub.conflict) {
+        sink.blocked.add(`${rf.root}\0${c.rel}`);
         sink.conflicts.push({ path: sub.conflict, detail: "it also changed outside the sandbox while the command ran" });
         return;
       }
@@ -326,7 +334,8 @@ const newTreeCache = new WeakMap<RootFacts, Set<string>>();
 function isInsideNewTree(rf: RootFacts, rel: string): boolean {
   let trees = newTreeCache.get(rf);
   if (!trees) {
-    trees = new Set(rf.changes.flatMap((c) => (c.op === "write" && c.newTree && c.before === null ? [c.rel] : [])));
+    // A new tree replaces whatever was there (nothing, a file, a symlink) and carries its children.
+    trees = new Set(rf.changes.flatMap((c) => (c.op === "write" && c.newTree ? [c.rel] : [])));
     newTreeCache.set(rf, trees);
   }
   for (let p = parentOf(rel); p !== ""; p = parentOf(p)) if (trees.has(p)) return true;
