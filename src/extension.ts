@@ -32,6 +32,8 @@ export default function autoMode(pi: ExtensionAPI): void {
   // The OS sandbox: one controller per process, whose probe picks the backend (P5, P16).
   // Global state is the durable, cross-process store under Pi's agent dir (P12).
   const sandbox = sharedController();
+  // Started at load, not awaited: Pi starts without waiting for it.
+  void sandbox.ready();
   const sandboxOwner = `session-${randomUUID()}`;
   const admissions = createAdmissionBook();
   // The reviewer for held effects and the gate's review hook share one service, ledger and record.
@@ -96,11 +98,18 @@ export default function autoMode(pi: ExtensionAPI): void {
     // An apply a crash interrupted is finished (or reported) before any new command runs (P17).
     await repairStaging(getAgentDir(), ctx.cwd, (text) => (ctx.hasUI ? ctx.ui.notify(text, "warning") : process.stderr.write(`${text}\n`)));
     sandbox.attach(sandboxOwner);
-    await sandbox.ready();
     refresh(ctx);
-    if (runtime.backend() === "unavailable" && ctx.hasUI) ctx.ui.notify(`auto mode: the OS sandbox is unavailable, so shell commands are denied: ${backendReason()}`, "warning");
-    if (runtime.backend() === "sandboxed-unstaged" && ctx.hasUI)
-      ctx.ui.notify(`auto mode: shell commands run in the sandbox but write the workspace in place, so git writes need review: ${backendReason()}`, "warning");
+    // The probe runs in the background from load; only a shell command waits for it (the gate).
+    void sandbox.ready().then(() => {
+      try {
+        refresh(ctx);
+        if (runtime.backend() === "unavailable" && ctx.hasUI) ctx.ui.notify(`auto mode: the OS sandbox is unavailable, so shell commands are denied: ${backendReason()}`, "warning");
+        if (runtime.backend() === "sandboxed-unstaged" && ctx.hasUI)
+          ctx.ui.notify(`auto mode: shell commands run in the sandbox but write the workspace in place, so git writes need review: ${backendReason()}`, "warning");
+      } catch {
+        // the session ended before the probe did
+      }
+    });
   });
 
   // Admitted calls that have not finished: the gate never runs a call whose judgement another one may make stale.
@@ -154,6 +163,8 @@ export default function autoMode(pi: ExtensionAPI): void {
       // An escalation is reviewed through the same hook as a review route (tool-call-gate.ts); this reviewer only answers where none can run.
       sandbox: createSandboxGateLink({ admissions, reviewer: () => NO_REVIEWER }),
       inFlight,
+      // A shell command's route depends on the backend: it waits for the probe.
+      ready: () => sandbox.ready(),
     }),
   );
 

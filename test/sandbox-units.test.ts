@@ -2,6 +2,8 @@
 // environment filter, the layout of protected paths, the bwrap command line, the macOS profile,
 // the placeholder registry, the limits, and backend selection.
 
+import { readProbeCache, writeProbeCache } from "../src/sandbox/probe-cache.ts";
+import { probeWithCache } from "../src/sandbox/probe.ts";
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -19,6 +21,7 @@ import { createPlaceholderPool, processStart, type Owner } from "../src/sandbox/
 import { AUDIT_ARCH, deniedSyscalls, interpret, SECCOMP_RESULTS, seccompArch, seccompProgram } from "../src/sandbox/linux/seccomp.ts";
 import { sbplString, seatbeltProfile } from "../src/sandbox/macos/profile.ts";
 import { startFailureReason } from "../src/sandbox/probe.ts";
+import type { SandboxDriver } from "../src/sandbox/types.ts";
 
 const roots: string[] = [];
 function scratch(): string {
@@ -435,5 +438,48 @@ describe("limits, versions, probe reasons, backend selection, escalation input",
     assert.equal(escalationAsk({ command: "x", sandbox_permissions: "require_escalated", justification: "   " }).kind, "invalid");
     assert.equal(escalationAsk({ command: "x", sandbox_permissions: "yes" }).kind, "invalid");
     assert.equal(escalationAsk({ command: "x", sandbox_permissions: "require_escalated", justification: "x".repeat(5000) }).kind, "invalid");
+  });
+});
+
+describe("the remembered probe (probe-cache.ts)", () => {
+  const PASS = { ok: true, ms: 120, driver: "bubblewrap", notes: ["bubblewrap 0.8.0"], staging: { available: true, how: "overlay" } } as const;
+  function driverWith(cache: { file: string; key: string }, prepares: { n: number }): SandboxDriver {
+    return {
+      name: "fake",
+      platform: "linux",
+      check: () => ({ ok: true, notes: [] }),
+      stagingCheck: () => ({ available: false, reason: "fake" }),
+      probeCache: () => cache,
+      prepare() {
+        prepares.n++;
+        throw new Error("the fake sandbox cannot run");
+      },
+      exec: async () => ({ kind: "not-started", detail: "fake" }),
+      transient: () => false,
+      settle() {},
+      shutdown: async () => {},
+      stopNow() {},
+      facts: () => [],
+    };
+  }
+  test("a pass under the same key is used without probing; another key, an old entry or a failure is probed afresh", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "pi-auto-mode-pc-"));
+    const file = join(dir, "probe.json");
+    writeProbeCache(file, "k1", PASS);
+    const prepares = { n: 0 };
+    const hit = await probeWithCache(driverWith({ file, key: "k1" }, prepares));
+    assert.deepEqual([hit.ok, hit.ok && hit.cached, prepares.n], [true, true, 0]);
+    const miss = await probeWithCache(driverWith({ file, key: "k2" }, prepares));
+    assert.equal(miss.ok, false, "a different key runs the real probe (which fails here)");
+    assert.equal(prepares.n, 1);
+    assert.ok(readProbeCache(file, "k1"), "a failure never replaces a remembered pass");
+    assert.equal(readProbeCache(file, "k1", Date.now() + 25 * 3600 * 1000), undefined, "a day old: probed again");
+    const fresh = await probeWithCache(driverWith({ file, key: "k1" }, prepares), true);
+    assert.equal(fresh.ok, false, "doctor's fresh probe does not trust the remembered pass");
+    writeFileSync(file, "{not json");
+    assert.equal(readProbeCache(file, "k1"), undefined);
+    writeProbeCache(file, "k3", { ok: false, ms: 1, driver: "x", reason: "no", missing: [] });
+    assert.equal(readProbeCache(file, "k3"), undefined, "failures are not remembered");
+    rmSync(dir, { recursive: true, force: true });
   });
 });

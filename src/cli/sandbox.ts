@@ -152,15 +152,19 @@ export interface SandboxDoctor {
 
 /** The backend this machine gives the gate, and why: runs the capability probe. */
 export async function sandboxDoctor(): Promise<SandboxDoctor> {
-  const { sharedController } = await import("../sandbox/controller.ts");
-  const controller = sharedController();
+  const { createController } = await import("../sandbox/controller.ts");
+  const { probeWithCache } = await import("../sandbox/probe.ts");
+  // doctor looks at the machine as it is now: a fresh probe (which also renews the remembered pass).
+  const controller = createController({ probe: (d) => probeWithCache(d, true) });
   const status = await controller.ready();
   const p = controller.probeResult();
+  const facts = status.backend === "review-only" ? [] : controller.facts();
+  await controller.drain();
   return {
     name: status.backend,
     why: `${status.backend}: ${status.reason}`,
     probe: p ? { ok: p.ok, ms: p.ms, driver: p.driver, reason: p.ok ? null : p.reason } : null,
     missing: p && !p.ok ? p.missing : [],
-    facts: status.backend === "review-only" ? [] : controller.facts(),
+    facts,
   };
 }

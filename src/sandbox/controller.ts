@@ -12,7 +12,7 @@
 // - poison: if cleanup fails (a placeholder that cannot be removed, a cgroup still busy, a
 //   sandbox that would not die), later calls deny until the process restarts.
 
-import { probeDriver } from "./probe.ts";
+import { probeWithCache } from "./probe.ts";
 import { isSandboxed } from "../policy/types.ts";
 import type { EffectReport } from "../effects/settle.ts";
 import { discardRun, markStart } from "./stage.ts";
@@ -86,14 +86,15 @@ export function selectBackend(platform: string, probe: ProbeResult | undefined |
   if (platform !== "linux" && platform !== "darwin") return { backend: "review-only", reason: `no OS sandbox on ${platform}: every shell command is reviewed` };
   if (probe === undefined || probe === "pending") return { backend: "unavailable", reason: "the sandbox probe has not finished" };
   if (!probe.ok) return { backend: "unavailable", reason: probe.reason };
-  if (!probe.staging.available) return { backend: "sandboxed-unstaged", reason: `${probe.driver}, probe passed in ${probe.ms} ms; the workspace cannot be staged (${probe.staging.reason}), so commands write it in place` };
-  return { backend: "sandboxed", reason: `${probe.driver} over a staged workspace (${probe.staging.how}), probe passed in ${probe.ms} ms` };
+  if (!probe.staging.available)
+    return { backend: "sandboxed-unstaged", reason: `${probe.driver}, probe passed ${probe.cached ? "(remembered from an earlier run)" : `in ${probe.ms} ms`}; the workspace cannot be staged (${probe.staging.reason}), so commands write it in place` };
+  return { backend: "sandboxed", reason: `${probe.driver} over a staged workspace (${probe.staging.how}), probe passed ${probe.cached ? "(remembered from an earlier run)" : `in ${probe.ms} ms`}` };
 }
 
 export function createController(opts: ControllerOptions = {}): SandboxController {
   const platform = opts.platform ?? process.platform;
   const driver = opts.driver ?? defaultDriver(platform);
-  const probe = opts.probe ?? probeDriver;
+  const probe = opts.probe ?? probeWithCache;
   const drainTimeout = opts.drainTimeoutMs ?? DRAIN_TIMEOUT_MS;
   let probed: ProbeResult | undefined;
   let probing: Promise<ProbeResult> | undefined;

@@ -13,9 +13,26 @@ import { buildPlaces } from "../policy/places.ts";
 import { ROOT_ENTRIES } from "./layout.ts";
 import type { StagedFacts } from "../effects/facts.ts";
 import { removeRun } from "./stage.ts";
+import { readProbeCache, writeProbeCache } from "./probe-cache.ts";
 import type { ProbeResult, SandboxDriver, StagingStatus } from "./types.ts";
 
 const PROBE_TIMEOUT_S = 20;
+
+/** Bump whenever what the probe checks changes: a remembered pass of an older probe is not trusted. */
+export const PROBE_REVISION = 1;
+
+// The probe runs in the background while Pi starts; a process that ends meanwhile (pi -p) must not
+// leave its scratch folders behind.
+const scratch = new Set<string>();
+let exitHook = false;
+function track(root: string): void {
+  scratch.add(root);
+  if (exitHook) return;
+  exitHook = true;
+  process.once("exit", () => {
+    for (const r of scratch) rmSync(r, { recursive: true, force: true });
+  });
+}
 
 function listen(): Promise<{ server: Server; port: number; connections: () => number }> {
   return new Promise((resolve, reject) => {
@@ -51,6 +68,19 @@ export function startFailureReason(detail: string): string {
   return `sandbox did not start: ${d.split("\n").slice(-3).join(" ")}${hint}`;
 }
 
+/** The probe, or a pass remembered under exactly the same key (probe-cache.ts); `fresh` always probes. */
+export async function probeWithCache(driver: SandboxDriver, fresh = false): Promise<ProbeResult> {
+  const check = driver.check();
+  const cache = check.ok ? driver.probeCache?.() : undefined;
+  if (cache && !fresh) {
+    const hit = readProbeCache(cache.file, cache.key);
+    if (hit) return { ...hit, ms: 0, cached: true };
+  }
+  const r = await probeDriver(driver);
+  if (cache) writeProbeCache(cache.file, cache.key, r);
+  return r;
+}
+
 /** Run the probe for one driver: staged when the machine can stage, else (or when staging fails) direct. */
 export async function probeDriver(driver: SandboxDriver): Promise<ProbeResult> {
   const t0 = performance.now();
@@ -76,6 +106,7 @@ async function probeOnce(driver: SandboxDriver, workspace: "staged" | "direct"):
   const stagedRun = workspace === "staged";
   try {
     root = realpathSync(mkdtempSync(join(tmpdir(), "pi-auto-mode-probe-")));
+    track(root);
     const ws = join(root, "ws");
     const tmp = join(root, "tmp");
     const out = join(root, "out");
@@ -160,6 +191,9 @@ async function probeOnce(driver: SandboxDriver, workspace: "staged" | "direct"):
     return `the sandbox probe failed: ${(e as Error).message}`;
   } finally {
     server?.server.close();
-    if (root) rmSync(root, { recursive: true, force: true });
+    if (root) {
+      rmSync(root, { recursive: true, force: true });
+      scratch.delete(root);
+    }
   }
 }

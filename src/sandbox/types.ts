@@ -55,7 +55,7 @@ export interface Prepared {
 }
 
 export type ProbeResult =
-  | { readonly ok: true; readonly ms: number; readonly driver: string; readonly notes: readonly string[]; readonly staging: StagingStatus }
+  | { readonly ok: true; readonly ms: number; readonly driver: string; readonly notes: readonly string[]; readonly staging: StagingStatus; readonly cached?: boolean }
   | { readonly ok: false; readonly ms: number; readonly driver: string; readonly reason: string; readonly missing: readonly string[] };
 
 export type StaticCheck = { readonly ok: true; readonly notes: readonly string[] } | { readonly ok: false; readonly reason: string; readonly missing: readonly string[] };
@@ -68,6 +68,11 @@ export interface SandboxDriver {
   check(): StaticCheck;
   /** Whether the tools and the kernel for a staged workspace are there (the probe then tries it). */
   stagingCheck(): StagingStatus;
+  /**
+   * Where a passed probe may be remembered, and the key it is valid under (everything its verdict
+   * rests on); undefined when this driver's probe is never cached. Only after a passing check().
+   */
+  probeCache?(): { readonly file: string; readonly key: string } | undefined;
   /** Compute the layout, take placeholders, build the command line. Throws `RequestError` for a call the sandbox cannot take, anything else for an infrastructure fault. */
   prepare(req: RunRequest): Prepared;
   exec(spec: SpawnSpec, io: SpawnIo): Promise<SpawnOutcome>;

@@ -34,7 +34,12 @@ export interface GateDeps {
   readonly sandbox?: SandboxGateLink;
   /** Admitted calls not finished yet: a judgement is not made stale by a call running beside it. */
   readonly inFlight?: CallsInFlight;
+  /** Resolves when the sandbox backend is known (the probe has run); shell calls wait for it. */
+  readonly ready?: () => Promise<unknown>;
 }
+
+/** Tools whose route depends on the sandbox backend. */
+const BACKEND_BOUND = new Set(["bash", "powershell"]);
 
 /** Modes in which a `review` route goes to the reviewer (not off, unrestricted or at fault). */
 const REVIEWING: ReadonlySet<EffectiveMode> = new Set(["auto", "auto-review-only", "auto-sandbox-unavailable"]);
@@ -92,6 +97,7 @@ function createGate(deps: GateDeps) {
       deps.sandbox?.admit({ event, passed: "allowed", mode: "off", backend: runtime.backend() });
       return undefined;
     }
+    if (BACKEND_BOUND.has(event.toolName)) await deps.ready?.();
     tmpRoot ??= defaultTmpRoot();
     const agentDir = deps.agentDir();
     const gate = prepareGate({ cwd: ctx.cwd, home: homedir(), agentDir, defaultTmpRoot: tmpRoot, selfPaths: selfPaths(agentDir) });

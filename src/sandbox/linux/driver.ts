@@ -4,6 +4,9 @@
 import { accessSync, constants, existsSync, lstatSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { delimiter, join } from "node:path";
 import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { release, version as kernelVersion } from "node:os";
+import { PROBE_REVISION } from "../probe.ts";
 import data from "../data/sandbox.json" with { type: "json" };
 import { sandboxEnv } from "../env.ts";
 import { computeLayout } from "../layout.ts";
@@ -242,6 +245,36 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
     platform: "linux",
     check,
     stagingCheck,
+    probeCache() {
+      const c = check();
+      if (!c.ok || !bwrap || !seccompFile) return undefined;
+      const stamp = (p: string | undefined) => {
+        if (!p) return "absent";
+        const st = statSync(p, { throwIfNoEntry: false });
+        return st ? `${p}:${st.ino}:${st.size}:${st.mtimeMs}` : "absent";
+      };
+      const sysctl = (p: string) => {
+        try {
+          return readFileSync(p, "utf8").trim();
+        } catch {
+          return "absent";
+        }
+      };
+      stagingCheck();
+      const key = JSON.stringify({
+        probe: PROBE_REVISION,
+        bwrap: stamp(bwrap),
+        notes: c.notes.filter((n) => !n.includes("cgroup")),
+        tools: [staging?.unshare, findOnPath("mount", opts.env), staging?.shell].map(stamp),
+        staging: staging?.status,
+        kernel: [release(), kernelVersion()],
+        userns: ["/proc/sys/kernel/unprivileged_userns_clone", "/proc/sys/user/max_user_namespaces", "/proc/sys/kernel/apparmor_restrict_unprivileged_userns"].map(sysctl),
+        seccomp: createHash("sha256").update(readFileSync(seccompFile)).digest("hex"),
+        euid: typeof process.geteuid === "function" ? process.geteuid() : -1,
+        options: { limits, cgroup: opts.cgroup !== false, spawner: opts.spawner !== false },
+      });
+      return { file: join(runDir, "probe.json"), key };
+    },
     prepare(req: RunRequest): Prepared {
       const c = check();
       if (!c.ok || !bwrap || !seccompFile || !limits) throw new Error(c.ok ? "the driver is not initialized" : c.reason);
