@@ -126,8 +126,9 @@ export function tempName(file: string): string {
  * the directory so the rename itself survives a crash. `stamp` (the revision) becomes the file's
  * mtime, so two different revisions never share a stat key even within one clock tick.
  * `stillHeld` is asked right before the rename: a lock lost to staleness must not publish.
+ * `thenSyncDir: false` leaves the directory sync to the caller (who does it after releasing the lock).
  */
-export function publishFile(fsx: DurableFs, dir: string, file: string, text: string, stamp: number, stillHeld: () => boolean): void {
+export function publishFile(fsx: DurableFs, dir: string, file: string, text: string, stamp: number, stillHeld: () => boolean, thenSyncDir = true): void {
   const tmp = join(dir, tempName(file));
   let fd: number;
   try {
@@ -152,7 +153,7 @@ export function publishFile(fsx: DurableFs, dir: string, file: string, text: str
     removeQuietly(fsx, tmp);
     throw new PublishError(step, file, e);
   }
-  syncDir(fsx, dir);
+  if (thenSyncDir) syncDir(fsx, dir);
 }
 
 /** Best effort: some platforms and file systems cannot fsync a directory; the rename still happened. */

@@ -16,7 +16,7 @@ import {
   type ArtifactRead,
   type Classification,
 } from "./artifacts.ts";
-import { nodeDurableFs, publishFile, sameKey, sweepTemps, type DurableFs, type StatResult } from "./durable-fs.ts";
+import { nodeDurableFs, publishFile, sameKey, sweepTemps, syncDir, type DurableFs, type StatResult } from "./durable-fs.ts";
 import { STATE_DIR_NAME } from "./locations.ts";
 import { DEFAULT_LOCK_TIMING, withLock, type LockTiming } from "./lock.ts";
 import {
@@ -162,7 +162,10 @@ export function createDurableGlobalState(opts: DurableStoreOptions): DurableGlob
     try {
       for (const a of PUBLISH_ORDER) {
         const text = a === "config" ? serializeConfig(next) : serializeWatermark(revision);
-        publishFile(fsx, dir, ARTIFACT_FILES[a], text, revision, stillHeld);
+        // The last directory sync (the config's rename) runs after the lock is released: the
+        // watermarks were made durable before the config became visible, which is the order
+        // that matters, and the next holder's own directory syncs cover this rename as well.
+        publishFile(fsx, dir, ARTIFACT_FILES[a], text, revision, stillHeld, a !== PUBLISH_ORDER.at(-1));
       }
     } catch (e) {
       // What is stored now (old state, or a fault if a watermark got through) is read afresh.
@@ -182,6 +185,8 @@ export function createDurableGlobalState(opts: DurableStoreOptions): DurableGlob
         const locked = await withLock(lockPath, timing, (stillHeld) => critical(change, intent, stillHeld));
         switch (locked.kind) {
           case "held":
+            // The config's rename is made durable before the commit is reported.
+            if (locked.value.kind === "committed") syncDir(fsx, dir);
             return locked.value;
           case "busy":
             return { kind: "failed", message: `another Pi process held the auto-mode state lock (${lockPath}) for ${Math.round(timing.waitMs / 1000)} s; nothing was changed` };
