@@ -9,7 +9,7 @@
 //
 // Plain data out (it crosses the spawner's IPC channel): judging happens elsewhere.
 
-import { lstatSync, readdirSync, type BigIntStats, type Stats } from "node:fs";
+import { lstatSync, readdirSync, type BigIntStats, type Dirent, type Stats } from "node:fs";
 import { join } from "node:path";
 import { isRegenerableName } from "../policy/places.ts";
 import { identityOf, type Identity } from "./identity.ts";
@@ -41,6 +41,8 @@ export interface RootFacts {
   readonly truncated: boolean;
   /** The refs of each git dir the command touched, as the merged view showed them after it. */
   readonly gitAfter: readonly GitAfter[];
+  /** Entries whose names are not valid UTF-8: they cannot be named to be applied (held). */
+  readonly badNames: readonly string[];
 }
 
 export interface GitAfter {
@@ -69,6 +71,8 @@ export function entryType(st: Stats | BigIntStats): EntryType {
 }
 
 /** A whiteout: the overlay's mark for a removed lower entry (a character device 0/0). */
+const parentRel = (rel: string) => (rel.includes("/") ? rel.slice(0, rel.lastIndexOf("/")) : "");
+
 export function isWhiteout(st: Stats): boolean {
   return st.isCharacterDevice() && st.rdev === 0;
 }
@@ -101,22 +105,34 @@ function collectRoot(r: FactsPlanRoot, viewPrefix: string, max: number): RootFac
     else changes.push(c);
   };
   const merged = viewPrefix + r.merged;
+  const badNames: string[] = [];
+  /** Names of a folder; one that is not valid UTF-8 would not name the same entry again. */
+  const namesOf = (dir: string, rel: string, written = false): string[] => {
+    const raw = readdirSync(dir, { encoding: "buffer" });
+    const out: string[] = [];
+    for (const b of raw) {
+      const n = b.toString("utf8");
+      if (Buffer.from(n, "utf8").equals(b)) out.push(n);
+      else if (written && badNames.length < 100) badNames.push(`${rel === "" ? "" : `${rel}/`}${JSON.stringify(b.toString("latin1")).slice(1, -1)}`);
+    }
+    return out;
+  };
   // Directories to visit, relative to the root ("" is the root itself, present in both layers).
   const stack: Array<{ rel: string; both: boolean }> = [{ rel: "", both: true }];
   while (stack.length > 0 && !truncated) {
     const { rel, both } = stack.pop()!;
     const upperDir = rel === "" ? r.upper : join(r.upper, rel);
-    const names = readdirSync(upperDir);
+    const names = namesOf(upperDir, rel, true);
     if (both) {
       // Lower entries the merged view no longer has: removed (whiteout or opaque directory).
       let lowerNames: string[] = [];
       try {
-        lowerNames = readdirSync(rel === "" ? r.root : join(r.root, rel));
+        lowerNames = namesOf(rel === "" ? r.root : join(r.root, rel), rel);
       } catch {
         lowerNames = [];
       }
       if (lowerNames.length > 0) {
-        const now = new Set(readdirSync(rel === "" ? merged : join(merged, rel)));
+        const now = new Set(namesOf(rel === "" ? merged : join(merged, rel), rel));
         for (const n of lowerNames) {
           if (now.has(n)) continue;
           const st = lstat(join(r.root, rel, n));
@@ -136,20 +152,75 @@ function collectRoot(r: FactsPlanRoot, viewPrefix: string, max: number): RootFac
           continue;
         }
         // A new directory: everything below it is new too. A regenerable one (node_modules, dist)
-        // is taken whole, unlisted: nothing in it is judged.
+        // is taken whole and not listed, but for what could run code: a repository inside it.
         const regenerable = isRegenerableName(n);
         push({ op: "write", rel: childRel, type: "dir", before: lowType, beforeId: low ? identityOf(low) : null, size: 0, mode: up.mode & 0o7777, newTree: true });
         if (!regenerable) stack.push({ rel: childRel, both: false });
+        else {
+          const found = repositoriesIn(join(upperDir, n), childRel);
+          if (!found.complete) truncated = true;
+          for (const g of found.repos) push({ op: "write", rel: g, type: g.endsWith("/HEAD") ? "file" : "dir", before: null, beforeId: null, size: 0, mode: 0o644 });
+        }
         continue;
       }
       push({ op: "write", rel: childRel, type: entryType(up), before: lowType, beforeId: low ? identityOf(low) : null, size: up.size, mode: up.mode & 0o7777 });
     }
   }
-  const gitAfter: GitAfter[] = [];
-  for (const g of r.gitDirs ?? []) {
-    const rel = g === r.root ? "" : g.slice(r.root.length + 1);
-    if (!changes.some((c) => rel === "" || c.rel === rel || c.rel.startsWith(rel + "/"))) continue;
-    gitAfter.push({ gitDir: g, refs: readRefs(rel === "" ? merged : join(merged, rel)) });
+  // Every git dir a change lies in (the workspace's, a nested repository's, a submodule's, one the
+  // command made): the nearest folder above each change shaped like one, as the command left it.
+  const gitDirs = new Set<string>();
+  const shaped = new Map<string, boolean>();
+  const isGitDir = (rel: string): boolean => {
+    let hit = shaped.get(rel);
+    if (hit === undefined) {
+      const at = (n: string) => lstat(rel === "" ? join(merged, n) : join(merged, rel, n));
+      hit = at("HEAD")?.isFile() === true && at("objects")?.isDirectory() === true && at("refs")?.isDirectory() === true;
+      shaped.set(rel, hit);
+    }
+    return hit;
+  };
+  for (const c of changes) {
+    for (let d = parentRel(c.rel); ; d = parentRel(d)) {
+      if (isGitDir(d)) {
+        gitDirs.add(d);
+        break;
+      }
+      if (d === "") break;
+    }
   }
-  return { root: r.root, upper: r.upper, changes, truncated, gitAfter };
+  for (const g of r.gitDirs ?? []) if (g === r.root || g.startsWith(r.root + "/")) gitDirs.add(g === r.root ? "" : g.slice(r.root.length + 1));
+  const gitAfter: GitAfter[] = [...gitDirs].map((rel) => ({ gitDir: rel === "" ? r.root : join(r.root, rel), refs: readRefs(rel === "" ? merged : join(merged, rel)) }));
+  return { root: r.root, upper: r.upper, changes, truncated, gitAfter, badNames };
+}
+
+const SCAN_DIRS = 100_000;
+
+/**
+ * Inside a new regenerable tree, only what would make git run code: a `.git` (any spelling a
+ * case-insensitive file system folds to it) or a folder shaped like a git dir (HEAD, objects, refs).
+ */
+function repositoriesIn(dir: string, rel: string): { repos: string[]; complete: boolean } {
+  const out: string[] = [];
+  const stack: Array<[string, string]> = [[dir, rel]];
+  let seen = 0;
+  while (stack.length > 0 && ++seen <= SCAN_DIRS) {
+    const [d, r] = stack.pop()!;
+    let entries: Dirent[];
+    try {
+      entries = readdirSync(d, { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    const names = new Set(entries.map((e) => e.name));
+    // Its HEAD stands for it: the git dir above that change is then found like any other.
+    if (names.has("HEAD") && names.has("objects") && names.has("refs")) {
+      out.push(`${r}/HEAD`);
+      continue;
+    }
+    for (const e of entries) {
+      if (e.name.toLowerCase().replace(/[. ]+$/, "") === ".git") out.push(`${r}/${e.name}`);
+      else if (e.isDirectory()) stack.push([join(d, e.name), `${r}/${e.name}`]);
+    }
+  }
+  return { repos: out, complete: seen <= SCAN_DIRS };
 }

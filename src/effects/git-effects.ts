@@ -12,7 +12,8 @@
 // - a stash entry dropped whose changes are in the work tree afterwards (a pop): applied;
 // - anything else that deletes or rewinds a ref, moves a tag or touches refs/replace: held.
 
-import { readFileSync } from "node:fs";
+import { lstatSync, readFileSync } from "node:fs";
+import { protectedComponent } from "../policy/places.ts";
 import { join, relative, sep } from "node:path";
 import type { Change, GitAfter, RootFacts } from "./facts.ts";
 import { changedSince, type Identity } from "./identity.ts";
@@ -27,11 +28,13 @@ import { objectFormat, readRefs, reflogOids, type RefSnapshot } from "./git/refs
 export interface Recoverable {
   /** Git tracks this path (index or HEAD): its committed version can come back. */
   tracked(rel: string): boolean;
+  /** Git tracks something at or below this folder (then a regenerable name proves nothing). */
+  tracksUnder(rel: string): boolean;
   /** This exact content of this path is in git (index, HEAD's tree, a commit this command made) or still in the work tree elsewhere. */
   content(rel: string, content: Buffer): boolean;
 }
 
-export const NOTHING_RECOVERABLE: Recoverable = { tracked: () => false, content: () => false };
+export const NOTHING_RECOVERABLE: Recoverable = { tracked: () => false, tracksUnder: () => false, content: () => false };
 
 /** Where the workspace's repository lives, before (lower) and after (upper, or lower where unchanged). */
 export interface RepoLocation {
@@ -84,6 +87,8 @@ export function judgeGitDir(input: GitJudgeInput): GitJudgement {
   const store = openObjectStore([...input.upperObjects, join(repo.commonDir, "objects")], format);
 
   // 1. Every touched file of the git dirs, by class.
+  const removedObjects: { abs: string; rel: string }[] = [];
+  const removedLogs: { abs: string; rel: string }[] = [];
   for (const { root, change } of input.changes) {
     const abs = join(root.root, change.rel);
     const rel = gitRelative(repo, abs);
@@ -102,9 +107,18 @@ export function judgeGitDir(input: GitJudgeInput): GitJudgement {
       held.push({ kind: "git-file", path: abs, detail: "it configures git or runs code (config, hooks, attributes, alternates) or is not a file git writes in ordinary work" });
       continue;
     }
-    if (cls === "object" && change.op === "delete") held.push({ kind: "git-file", path: abs, detail: "it removes objects from the repository (gc, prune or a deletion)" });
+    if (cls === "object") {
+      // Objects never change: a rewrite of one (other than a byte-identical refresh) corrupts history.
+      if (change.op === "write" && change.before === "file" && !sameBytes(abs, join(root.upper, change.rel)))
+        held.push({ kind: "git-file", path: abs, detail: "it rewrites an existing git object, which changes or corrupts history" });
+      if (change.op === "delete") removedObjects.push({ abs, rel });
+    }
     if (cls === "log" && change.op === "write" && change.before === "file" && !isAppend(abs, join(root.upper, change.rel)))
       held.push({ kind: "git-file", path: abs, detail: "it rewrites a reflog (expire or delete): the record of where refs were" });
+    if (cls === "log" && change.op === "delete") removedLogs.push({ abs, rel });
+    // An unfinished rebase or cherry-pick whose todo list runs a command: git would run it on the host.
+    if (cls === "state" && change.op === "write" && change.type === "file" && /(^|\/)(git-rebase-todo|todo|done)$/.test(rel) && TODO_EXEC.test(readSmall(join(root.upper, change.rel))))
+      held.push({ kind: "git-file", path: abs, detail: "it leaves a rebase or sequencer todo list that runs a command (exec) when git continues it" });
   }
 
   // 2. Refs.
@@ -118,6 +132,29 @@ export function judgeGitDir(input: GitJudgeInput): GitJudgement {
   });
   if (touchedRefs && (!before || !afterCommon)) held.push({ kind: "git-file", path: repo.commonDir, detail: "its refs could not be read before or after the command" });
   else if (before && afterCommon) judgeRefs({ before, after: afterCommon, store, input, held });
+
+  // A reflog is how git gives back where a ref was: removing one is fine only with its ref gone too
+  // (a deletion the ref judgement accepted). HEAD's own, or one of a ref that remains, is held.
+  for (const l of removedLogs) {
+    const ref = l.rel === "logs" ? undefined : l.rel.slice("logs/".length);
+    if (ref !== undefined && ref !== "HEAD" && ref.startsWith("refs/") && afterCommon && !afterCommon.refs.has(ref) && !/\/$/.test(ref) && isFileRefLog(l)) continue;
+    held.push({ kind: "git-file", path: l.abs, detail: "it removes a reflog, the record git gives lost commits back from" });
+  }
+  // Loose objects gc or repack removed are fine where a pack this command wrote holds them now.
+  if (removedObjects.length > 0) {
+    const packed = openObjectStore(input.upperObjects, format);
+    try {
+      for (const o of removedObjects) {
+        const m = /^objects\/([0-9a-f]{2})\/([0-9a-f]{38,62})$/.exec(o.rel);
+        if (m && packed.has(m[1]! + m[2]!)) continue;
+        held.push({ kind: "git-file", path: o.abs, detail: "it removes objects from the repository (gc, prune or a deletion)" });
+        break;
+      }
+    } finally {
+      packed.close();
+    }
+  }
+  if (before && afterCommon) judgeNewCommits({ before, after: afterCommon, store, input, held });
 
   // 3. What the work tree's removed content can come back from.
   const indexAfterPath = input.afterPath(join(repo.gitDir, "index"));
@@ -134,6 +171,19 @@ export function judgeGitDir(input: GitJudgeInput): GitJudgement {
       s.add(e.oid);
     }
   }
+  // The index as the command left it: a new entry under a protected name, or one it hid from
+  // `git status` (skip-worktree, assume-unchanged), is held.
+  if (index) {
+    const was = new Map((indexBefore?.entries ?? []).map((e) => [`${e.path}\0${e.stage}`, e]));
+    for (const e of index.entries) {
+      const old = was.get(`${e.path}\0${e.stage}`);
+      if (old?.oid === e.oid && old.skipWorktree === e.skipWorktree && old.assumeValid === e.assumeValid) continue;
+      const entry = protectedComponent(e.path);
+      if (entry) held.push({ kind: "protected-name", path: join(workTreeRoot(repo), e.path), entry: `${entry} (staged in git's index)` });
+      else if ((e.skipWorktree && !old?.skipWorktree) || (e.assumeValid && !old?.assumeValid))
+        held.push({ kind: "git-file", path: join(repo.gitDir, "index"), detail: `it hides ${e.path} from git status (skip-worktree or assume-unchanged)` });
+    }
+  }
   // Trees whose content counts as kept: HEAD before and after, and what this command committed or stashed.
   const trees = new Set<string>();
   const headOid = (h: RefSnapshot["head"], refs: RefSnapshot | undefined) => (h?.kind === "detached" ? h.oid : h?.kind === "symbolic" ? refs?.refs.get(h.target) : undefined);
@@ -148,12 +198,28 @@ export function judgeGitDir(input: GitJudgeInput): GitJudgement {
     }
   }
   const treeList = [...trees];
+  const indexedPaths = [...indexed].sort();
   const recoverable: Recoverable = {
     tracked: (rel) => indexed.has(toGitPath(rel)) || treeList.some((t) => treeEntryAt(store, t, toGitPath(rel)) !== undefined),
+    tracksUnder: (rel) => {
+      const p = toGitPath(rel);
+      if (indexed.has(p)) return true;
+      // The first index path at or after "p/" tells whether any lies below p.
+      let lo = 0;
+      let hi = indexedPaths.length;
+      const key = `${p}/`;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (indexedPaths[mid]! < key) lo = mid + 1;
+        else hi = mid;
+      }
+      return indexedPaths[lo]?.startsWith(key) === true || treeList.some((t) => treeEntryAt(store, t, p) !== undefined);
+    },
     content: (rel, content) => {
       const oid = hashObject("blob", content, format);
       const p = toGitPath(rel);
-      if (indexOids.get(p)?.has(oid)) return true;
+      // The index names the content only if the object is really there.
+      if (indexOids.get(p)?.has(oid) && store.has(oid)) return true;
       if (treeList.some((t) => treeEntryAt(store, t, p)?.oid === oid)) return true;
       return input.newContent(content.length).some((b) => b.equals(content));
     },
@@ -170,6 +236,30 @@ function gitRelative(repo: RepoLocation, abs: string): string | undefined {
     if (rel === "" || (!rel.startsWith("..") && !rel.startsWith(sep))) return toGitPath(rel) || ".";
   }
   return undefined;
+}
+
+/** A todo line git runs as a shell command: `exec CMD` or `x CMD` (also after a `break`). */
+const TODO_EXEC = /^\s*(exec|x)\s/m;
+
+function readSmall(p: string): string {
+  try {
+    return readFileSync(p, "utf8").slice(0, 1 << 20);
+  } catch {
+    return "";
+  }
+}
+
+function sameBytes(a: string, b: string): boolean {
+  try {
+    return readFileSync(a).equals(readFileSync(b));
+  } catch {
+    return false;
+  }
+}
+
+/** A removed reflog that was a file (a ref's log), not a folder of them. */
+function isFileRefLog(l: { abs: string }): boolean {
+  return lstatSync(l.abs, { throwIfNoEntry: false })?.isFile() === true;
 }
 
 function isAppend(lowerPath: string, upperPath: string): boolean {
@@ -248,11 +338,60 @@ function isReplay(store: ObjectStore, from: string, to: string): boolean {
     const c = commitOf(store, oid);
     return c ? `${c.author}\n${c.message}` : undefined;
   };
-  const twins = new Set(added.map(key));
+  const twins = new Map<string, string>();
+  for (const a of added) {
+    const k = key(a);
+    if (k !== undefined) twins.set(k, a);
+  }
+  // Same author, date and message, and the same change: the same paths, each to the same content
+  // unless the base it was replayed onto had that path changed too (a rebase's merge).
   return dropped.every((d) => {
     const k = key(d);
-    return k !== undefined && twins.has(k);
+    const a = k === undefined ? undefined : twins.get(k);
+    return a !== undefined && sameChange(store, d, a);
   });
+}
+
+function sameChange(store: ObjectStore, d: string, a: string): boolean {
+  const cd = commitOf(store, d);
+  const ca = commitOf(store, a);
+  if (!cd || !ca || cd.parents.length > 1 || ca.parents.length > 1) return false;
+  const pd = commitOf(store, cd.parents[0])?.tree;
+  const pa = commitOf(store, ca.parents[0])?.tree;
+  const paths = diffPaths(store, pd, cd.tree, "");
+  const again = diffPaths(store, pa, ca.tree, "");
+  if (!paths || !again || paths.length !== again.length || !paths.every((p) => again.includes(p))) return false;
+  return paths.every((p) => {
+    const to = (t: string | undefined) => (t ? treeEntryAt(store, t, p)?.oid : undefined);
+    return to(cd.tree) === to(ca.tree) || to(pd) !== to(pa);
+  });
+}
+
+/** Commits this command added to a ref (not the stash): none may change a protected name. */
+function judgeNewCommits(j: RefJudge): void {
+  const { before, after, store, held } = j;
+  const old = [...before.refs.values()];
+  const seen = new Set<string>();
+  for (const [name, to] of after.refs) {
+    if (name === "refs/stash" || before.refs.get(name) === to) continue;
+    const fresh = commitsBetween(store, to, old, 200);
+    if (fresh === "unknown") {
+      held.push({ kind: "git-ref", ref: name, change: "moved", from: before.refs.get(name) ?? null, to, detail: "its new commits could not be read" });
+      continue;
+    }
+    for (const c of fresh) {
+      if (seen.has(c)) continue;
+      seen.add(c);
+      const commit = commitOf(store, c);
+      const parent = commitOf(store, commit?.parents[0])?.tree;
+      const changed = commit ? diffPaths(store, parent, commit.tree, "") : undefined;
+      const bad = changed?.find((p) => protectedComponent(p) !== undefined);
+      if (changed === undefined || bad !== undefined) {
+        held.push({ kind: "git-ref", ref: name, change: "moved", from: before.refs.get(name) ?? null, to, detail: bad ? `commit ${short(c)} changes ${bad}, a protected path` : `commit ${short(c)} could not be read` });
+        break;
+      }
+    }
+  }
 }
 
 /** The branch's reflog, as the command left it, still names the old tip. */
@@ -282,9 +421,18 @@ function stashApplied(j: RefJudge, w: string): boolean {
   if (!c || !base) return false;
   const changed = diffPaths(store, base.tree, c.tree, "");
   if (changed === undefined) return false;
+  // `stash -u` keeps the untracked files in a third parent: they must be back in the work tree too.
+  const untracked = c.parents[2] ? commitOf(store, c.parents[2]) : undefined;
+  if (c.parents[2] && !untracked) return false;
+  const wanted: Array<{ path: string; tree: string }> = changed.map((p) => ({ path: p, tree: c.tree }));
+  if (untracked) {
+    const files = diffPaths(store, undefined, untracked.tree, "");
+    if (files === undefined) return false;
+    wanted.push(...files.map((p) => ({ path: p, tree: untracked.tree })));
+  }
   const ws = workTreeRoot(j.input.repo);
-  for (const p of changed) {
-    const want = treeEntryAt(store, c.tree, p);
+  for (const { path: p, tree } of wanted) {
+    const want = treeEntryAt(store, tree, p);
     const afterPath = j.input.afterPath(join(ws, ...p.split("/")));
     if (!want) {
       if (afterPath !== null) return false;

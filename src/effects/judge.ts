@@ -8,14 +8,16 @@
 // Held effects are all-or-nothing: a command's effects are one change, applied whole or not at all.
 
 import { lstatSync, readdirSync, readFileSync, type BigIntStats } from "node:fs";
-import { join, relative, sep } from "node:path";
+import { dirname, join, relative, sep } from "node:path";
 import { minimatch } from "minimatch";
+import pathData from "../policy/data/paths.json" with { type: "json" };
 import { isRegenerableName, isWithin, protectedComponent, type Places } from "../policy/places.ts";
 import type { StageRun, StagedRoot } from "../sandbox/stage.ts";
 import type { Change, EntryType, RootFacts, StagedFacts } from "./facts.ts";
 import { judgeGitDir, NOTHING_RECOVERABLE, type AfterPath, type GitJudgement, type Recoverable, type RepoLocation } from "./git-effects.ts";
-import { changedSince, identityOf, type Identity } from "./identity.ts";
+import { changedSince, identityAt, identityOf, type Identity } from "./identity.ts";
 import { lostBytes } from "./loss.ts";
+import { gitConfigPaths } from "./git-config.ts";
 import type { EffectPolicy } from "./rules.ts";
 
 /** One change the effects apply, in terms of real paths. */
@@ -31,7 +33,8 @@ export type HeldItem =
   | { readonly kind: "git-ref"; readonly ref: string; readonly change: "deleted" | "rewritten" | "moved" | "replace-ref"; readonly from: string | null; readonly to: string | null; readonly detail: string }
   | { readonly kind: "git-file"; readonly path: string; readonly detail: string }
   | { readonly kind: "persistence"; readonly path: string }
-  | { readonly kind: "too-many-changes"; readonly count: number };
+  | { readonly kind: "too-many-changes"; readonly count: number }
+  | { readonly kind: "permissions"; readonly path: string; readonly mode: number };
 
 export interface LostFile {
   readonly path: string;
@@ -88,7 +91,19 @@ function lstatBig(p: string): BigIntStats | undefined {
   }
 }
 
-const anyRegenerable = (rel: string) => rel.split(sep).some(isRegenerableName);
+const REGENERABLE_FILES = pathData.regenerableFiles.map((p) => minimatch.filter(p.toLowerCase(), { dot: true }));
+
+/**
+ * Whether a path is build output: under a folder with a regenerable name (node_modules, dist,
+ * target) or itself a regenerable file (*.o, a lock file), and in neither case tracked by git.
+ * A name alone proves nothing: a tracked `build/` with uncommitted edits is the user's work.
+ */
+function regenerablePath(rel: string, rec: Recoverable): boolean {
+  const parts = rel.split(sep);
+  for (let i = 0; i < parts.length; i++) if (isRegenerableName(parts[i]!)) return !rec.tracksUnder(parts.slice(0, i + 1).join(sep));
+  const base = parts.at(-1)!.toLowerCase();
+  return REGENERABLE_FILES.some((m) => m(base)) && !rec.tracked(rel);
+}
 
 export function judgeEffects(input: JudgeInput): EffectJudgement {
   const { facts, run } = input;
@@ -106,44 +121,68 @@ export function judgeEffects(input: JudgeInput): EffectJudgement {
   let deleted = 0;
   let forbidden: string | undefined;
 
-  const repo = repoLocation(input.places);
-  const inRepoDir = (abs: string) => repo !== undefined && (isWithin(repo.gitDir, abs) || isWithin(repo.commonDir, abs));
-  const gitChanges: { root: RootFacts; change: Change }[] = [];
+  // The repositories the changes lie in: the workspace's own, and every other git dir (a nested
+  // repository, a submodule's, one the command made). Each is judged by git's rules; a change
+  // belongs to the deepest one holding it.
+  const main = repoLocation(input.places);
+  const after = facts.roots.flatMap((rf) => rf.gitAfter);
+  const repos: RepoLocation[] = main ? [main] : [];
+  for (const a of after) if (!repos.some((r) => r.gitDir === a.gitDir || r.commonDir === a.gitDir)) repos.push({ gitDir: a.gitDir, commonDir: a.gitDir });
+  const repoOf = (abs: string): RepoLocation | undefined => {
+    let best: RepoLocation | undefined;
+    let depth = -1;
+    for (const r of repos)
+      for (const d of [r.gitDir, r.commonDir])
+        if (isWithin(d, abs) && d.length > depth) {
+          best = r;
+          depth = d.length;
+        }
+    return best;
+  };
+  const gitChanges = new Map<RepoLocation, { root: RootFacts; change: Change }[]>();
   const workChanges: { root: RootFacts; change: Change; abs: string }[] = [];
   for (const rf of facts.roots) {
     if (rf.truncated) held.push({ kind: "too-many-changes", count: rf.changes.length });
+    // A name that is not valid UTF-8 cannot be named to be applied: that entry is left out, and said so.
+    for (const b of rf.badNames) skipped.push({ path: join(rf.root, b), why: "its name is not valid UTF-8, so it cannot be applied" });
     for (const c of rf.changes) {
       const abs = join(rf.root, c.rel);
-      if (inRepoDir(abs)) gitChanges.push({ root: rf, change: c });
+      const r = repoOf(abs);
+      if (r) gitChanges.set(r, [...(gitChanges.get(r) ?? []), { root: rf, change: c }]);
       else workChanges.push({ root: rf, change: c, abs });
     }
   }
   const afterPath = afterPaths(facts.roots);
-  let git: GitJudgement | undefined;
-  if (repo && (gitChanges.length > 0 || workChanges.some((w) => w.change.op === "delete" || w.change.before !== null))) {
+  const judged: GitJudgement[] = [];
+  let recoverable: Recoverable = NOTHING_RECOVERABLE;
+  for (const repo of repos) {
+    const changes = gitChanges.get(repo) ?? [];
+    const isMain = repo === main;
+    if (changes.length === 0 && !(isMain && workChanges.some((w) => w.change.op === "delete" || w.change.before !== null))) continue;
+    // A repository the command made: its config and hooks would run code wherever git runs there.
+    if (!isMain && !lstatSync(join(repo.gitDir, "HEAD"), { throwIfNoEntry: false })?.isFile()) {
+      held.push({ kind: "git-file", path: repo.gitDir, detail: "the command creates a git repository here; its config and hooks would run code whenever git is used in it" });
+      for (const { root, change } of changes) plainOp(root, change, join(root.root, change.rel), ops);
+      continue;
+    }
     const commonRoot = facts.roots.find((rf) => isWithin(rf.root, repo.commonDir));
     const upperObjects = commonRoot ? [join(commonRoot.upper, relative(commonRoot.root, join(repo.commonDir, "objects")))] : [];
-    git = judgeGitDir({
-      policy: input.policy,
-      repo,
-      changes: gitChanges,
-      after: facts.roots.flatMap((rf) => rf.gitAfter),
-      afterPath,
-      upperObjects,
-      startCtimeNs: input.startCtimeNs,
-      newContent: newContentOf(workChanges),
-    });
-    held.push(...git.held);
-    conflicts.push(...git.conflicts);
-    skipped.push(...git.skipped);
+    const g = judgeGitDir({ policy: input.policy, repo, changes, after, afterPath, upperObjects, startCtimeNs: input.startCtimeNs, newContent: newContentOf(workChanges) });
+    judged.push(g);
+    held.push(...g.held);
+    conflicts.push(...g.conflicts);
+    skipped.push(...g.skipped);
+    if (isMain) recoverable = g.recoverable;
     // Git's own files are applied like any other staged file; the judgement above decided whether they may be.
-    for (const { root, change } of gitChanges) {
+    for (const { root, change } of changes) {
       const abs = join(root.root, change.rel);
-      if (git.skipped.some((s) => s.path === abs) || git.conflicts.some((c) => c.path === abs)) continue;
+      if (g.skipped.some((s) => s.path === abs) || g.conflicts.some((c) => c.path === abs)) continue;
       plainOp(root, change, abs, ops);
     }
   }
-  const recoverable = git?.recoverable ?? NOTHING_RECOVERABLE;
+  const gitChanged = [...gitChanges.values()].reduce((n, l) => n + l.length, 0);
+  // Files git's configuration runs or reads (a hooks folder, filter programs, includes): protected.
+  const configured = main ? gitConfigPaths({ gitDir: main.gitDir, commonDir: main.commonDir, workspace: input.places.workspace, home: input.places.home }) : [];
   const blocked = new Set<string>();
   try {
     for (const { root: rf, change: c, abs } of workChanges) {
@@ -153,21 +192,21 @@ export function judgeEffects(input: JudgeInput): EffectJudgement {
         forbidden ??= `it changed auto mode's own files (${abs})`;
         continue;
       }
-      const guard = protectedGuard(input, staged, c.rel, abs);
+      const guard = protectedGuard(input, staged, c.rel, abs, recoverable, configured);
       if (guard) held.push(guard);
       if (c.op === "write" && c.type === "other") {
         skipped.push({ path: abs, why: "a special file (FIFO, socket or device) is never applied" });
         continue;
       }
-      judgeChange(input, rf, c, abs, recoverable, { ops, conflicts, lost, held, blocked });
+      judgeChange(input, rf, c, abs, recoverable, { ops, conflicts, lost, held, blocked, configured });
       if (c.op === "delete") deleted++;
       else if (c.before === null) created++;
       else modified++;
     }
   } finally {
-    git?.close();
+    for (const g of judged) g.close();
   }
-  const counts: EffectCounts = { created, modified, deleted, gitChanged: gitChanges.length };
+  const counts: EffectCounts = { created, modified, deleted, gitChanged };
   if (forbidden) return { verdict: "discard", reason: forbidden, counts };
 
   // Content git cannot give back: within the thresholds it is applied (and kept for undo).
@@ -235,7 +274,8 @@ function afterPaths(roots: readonly RootFacts[]): AfterPath {
 function newContentOf(changes: readonly { root: RootFacts; change: Change }[]): (size: number) => Buffer[] {
   const bySize = new Map<number, string[]>();
   for (const { root, change } of changes) {
-    if (change.op !== "write" || change.type !== "file") continue;
+    // Content moved into build output is not kept: the next cleanup removes it unjudged.
+    if (change.op !== "write" || change.type !== "file" || change.rel.split(sep).some(isRegenerableName)) continue;
     const l = bySize.get(change.size) ?? [];
     l.push(join(root.upper, change.rel));
     bySize.set(change.size, l);
@@ -252,10 +292,14 @@ function newContentOf(changes: readonly { root: RootFacts; change: Change }[]): 
   };
 }
 
-function protectedGuard(input: JudgeInput, root: StagedRoot, rel: string, abs: string): HeldItem | undefined {
-  if (root.kind === "workspace" && !anyRegenerable(rel)) {
+function protectedGuard(input: JudgeInput, root: StagedRoot, rel: string, abs: string, rec: Recoverable, configured: readonly string[]): HeldItem | undefined {
+  const named = configured.find((p) => isWithin(p, abs));
+  if (named) return { kind: "protected-name", path: abs, entry: `${relative(input.places.workspace, named) || "."}, which git's configuration runs or reads` };
+  if (root.kind === "workspace") {
     const entry = protectedComponent(rel);
-    if (entry) return { kind: "protected-name", path: abs, entry };
+    // In build output only a repository matters (packages ship .github and the like, harmlessly);
+    // a `.git` there still makes git run its config wherever git is used in that folder.
+    if (entry && (!regenerablePath(rel, rec) || entry.split("/").at(-1) === ".git")) return { kind: "protected-name", path: abs, entry };
   }
   for (const g of input.protectedGlobs) if (minimatch(abs, g, { dot: true }) || minimatch(abs, `${g}/**`, { dot: true })) return { kind: "protected-name", path: abs, entry: g };
   const p = input.places;
@@ -270,10 +314,12 @@ interface Sink {
   readonly held: HeldItem[];
   /** Paths (relative to their root) whose changes are not applied: nothing below them is either. */
   readonly blocked: Set<string>;
+  /** Files git's configuration runs or reads. */
+  readonly configured: readonly string[];
 }
 
 function judgeChange(input: JudgeInput, rf: RootFacts, c: Change, abs: string, rec: Recoverable, sink: Sink): void {
-  const regenerable = anyRegenerable(c.rel);
+  const regenerable = regenerablePath(c.rel, rec);
   const keep = !regenerable;
   const beforeId = c.beforeId;
   // Below a path that conflicts, nothing is applied: what is there now may not even be a folder.
@@ -284,9 +330,17 @@ function judgeChange(input: JudgeInput, rf: RootFacts, c: Change, abs: string, r
     return;
   }
   if (c.op === "delete") {
+    // Removed from a folder whose entries changed outside while the command ran: the command may
+    // never have seen what is there now (a parallel command's new files), so it is not removed.
+    const parentId = identityAt(dirname(abs));
+    if (parentId !== null && changedSince(parentId, input.startCtimeNs)) {
+      sink.blocked.add(`${rf.root}\0${c.rel}`);
+      sink.conflicts.push({ path: abs, detail: "its folder also changed outside the sandbox while the command ran" });
+      return;
+    }
     // A regenerable folder (node_modules, dist) goes whole, unjudged and not kept for undo.
     if (c.before === "dir" && !regenerable) {
-      const sub = inspectRemovedTree(input, rf, c.rel, abs, rec);
+      const sub = inspectRemovedTree(input, rf, c.rel, abs, rec, sink.configured);
       if (sub.conflict) {
         sink.blocked.add(`${rf.root}\0${c.rel}`);
         sink.conflicts.push({ path: sub.conflict, detail: "it also changed outside the sandbox while the command ran" });
@@ -302,7 +356,7 @@ function judgeChange(input: JudgeInput, rf: RootFacts, c: Change, abs: string, r
   if (c.before !== null && beforeId !== null) {
     if (c.before === "dir") {
       // A directory replaced by something else: everything in it goes first.
-      const sub = inspectRemovedTree(input, rf, c.rel, abs, rec);
+      const sub = inspectRemovedTree(input, rf, c.rel, abs, rec, sink.configured);
       if (sub.conflict) {
         sink.blocked.add(`${rf.root}\0${c.rel}`);
         sink.conflicts.push({ path: sub.conflict, detail: "it also changed outside the sandbox while the command ran" });
@@ -315,6 +369,9 @@ function judgeChange(input: JudgeInput, rf: RootFacts, c: Change, abs: string, r
       return;
     }
     if (!regenerable && c.before === "file") sink.lost.push(lossOfOverwrite(input, rec, c, abs, source, beforeId));
+    // Opening a user's file to writes by others (chmod 666) is a weakening, not work.
+    const lowMode = c.before === "file" ? (lstatSync(abs, { throwIfNoEntry: false })?.mode ?? 0) & 0o7777 : 0o777;
+    if (c.type !== "symlink" && (c.mode & ~lowMode & 0o022) !== 0) sink.held.push({ kind: "permissions", path: abs, mode: c.mode });
     if (c.type === "dir") {
       // A file replaced by a new directory tree.
       sink.ops.push({ kind: "remove", target: abs, before: beforeId, type: c.before, keep });
@@ -380,7 +437,7 @@ function lossOfRemoval(input: JudgeInput, rec: Recoverable, _rel: string, abs: s
 }
 
 /** What removing a lower directory loses, and whether anything in it is protected or changed meanwhile. */
-function inspectRemovedTree(input: JudgeInput, rf: RootFacts, rel: string, abs: string, rec: Recoverable): { lost: LostFile[]; held: HeldItem[]; conflict?: string } {
+function inspectRemovedTree(input: JudgeInput, rf: RootFacts, rel: string, abs: string, rec: Recoverable, configured: readonly string[]): { lost: LostFile[]; held: HeldItem[]; conflict?: string } {
   const lost: LostFile[] = [];
   const held: HeldItem[] = [];
   const root = input.run.roots.find((r) => r.root === rf.root)!;
@@ -401,15 +458,16 @@ function inspectRemovedTree(input: JudgeInput, rf: RootFacts, rel: string, abs: 
       if (!st) continue;
       const id = identityOf(st);
       if (changedSince(id, input.startCtimeNs)) return { lost, held, conflict: childAbs };
-      const guard = protectedGuard(input, root, childRel, childAbs);
+      const guard = protectedGuard(input, root, childRel, childAbs, rec, configured);
       if (guard) {
         held.push(guard);
         continue;
       }
       if (st.isDirectory()) {
-        if (!isRegenerableName(n)) stack.push(childRel);
+        if (!regenerablePath(childRel, rec)) stack.push(childRel);
         continue;
       }
+      if (regenerablePath(childRel, rec)) continue;
       if (++visited > 100_000) {
         lost.push({ path: abs, bytes: Number.MAX_SAFE_INTEGER, how: "deleted", tracked: false });
         return { lost, held };

@@ -38,6 +38,8 @@ export function heldItemText(h: HeldItem, rel: (p: string) => string = (p) => p)
       return `changes ${rel(h.path)}, a file that runs code or holds credentials later`;
     case "too-many-changes":
       return `changes more than ${h.count} entries, too many to judge one by one`;
+    case "permissions":
+      return `makes ${rel(h.path)} writable by others (mode ${h.mode.toString(8)})`;
   }
 }
 

@@ -182,7 +182,8 @@ export function computeLayout(input: LayoutInput): SandboxLayout {
   const inStaged = (p: string) => staged.some((r) => isWithin(r, p));
   // A git dir that is staged keeps only its code-running parts read-only: git writes the rest.
   const protectGitDir = (g: string) => {
-    for (const rel of data.staging.gitReadOnly)
+    const list = inStaged(g) ? data.staging.gitReadOnly : [...data.staging.gitReadOnly, ...data.staging.gitReadOnlyInPlace];
+    for (const rel of list)
       for (const p of expandOneLevel(g, rel)) {
         if (lstatSync(p, { throwIfNoEntry: false })) readOnly.add(p);
         // Written in place, a missing hooks/ or info/ must not be creatable; staged, it is judged when the command ends.
