@@ -204,3 +204,192 @@ describe("P13: the input budget", () => {
     assert.equal(res.attempts, 0);
   });
 });
+
+describe("P10: evidence keeps only what bears on the exact action", () => {
+  type Item = { why: string; tool: string; arguments: string; result: string | null };
+  const itemsOf = (r: { user: string }): Item[] => ((doc(r.user).evidence as { items: Item[] } | undefined)?.items ?? []);
+  const rm = action("bash", { command: "rm -rf build/cache" });
+
+  /** Calls that bring up the action's words and names without being about build/cache itself. */
+  function mentions(prefix: string): TranscriptItem[] {
+    return [
+      call(`${prefix}1`, "grep", { pattern: "cache", path: "src" }),
+      result(`${prefix}1`, "grep", "src/cache.ts:1: export const cache = new Map();"),
+      call(`${prefix}2`, "bash", { command: 'grep -rn "build/cache" docs' }),
+      result(`${prefix}2`, "bash", "docs/notes.md:3: build/cache is where the bundler keeps its files"),
+      call(`${prefix}3`, "read", { path: "src/cache.ts" }),
+      result(`${prefix}3`, "read", "export const cache = new Map();"),
+      call(`${prefix}4`, "ls", { path: "docs" }),
+      result(`${prefix}4`, "ls", "cache/\nnotes.md"),
+      call(`${prefix}5`, "bash", { command: "ls -la src/build/cache && cat build/cache2/x" }),
+      result(`${prefix}5`, "bash", "total 0"),
+      call(`${prefix}6`, "bash", { command: "echo build/cache is next" }),
+      result(`${prefix}6`, "bash", "build/cache is next"),
+      call(`${prefix}7`, "edit", { path: "docs/notes.md", edits: [{ oldText: "TODO", newText: "TODO: clear build/cache" }] }),
+      result(`${prefix}7`, "edit", "Successfully replaced 1 block"),
+      call(`${prefix}8`, "write", { path: "build/cache.md", content: "build/cache notes" }),
+      result(`${prefix}8`, "write", "ok"),
+    ];
+  }
+
+  test("the exact path beats its words and names: searches, notes, same-named entries elsewhere and near-miss paths are left out", () => {
+    const t: TranscriptItem[] = [
+      user("clear the bundler cache"),
+      ...mentions("m"),
+      call("e1", "bash", { command: "ls -la build" }),
+      result("e1", "bash", "total 8\ndrwxr-xr-x 2 dev dev 4096 Mar 3 10:10 cache\n-rw-r--r-- 1 dev dev  120 Mar 3 10:11 out.js"),
+      call("e2", "bash", { command: "du -sh /work/project/build/cache" }),
+      result("e2", "bash", "12M\t/work/project/build/cache"),
+      call("e3", "read", { path: "build/cache/manifest.json" }),
+      result("e3", "read", "FILE-CONTENTS"),
+    ];
+    const items = itemsOf(built(rm, t));
+    assert.deepEqual(
+      items.map((i) => i.arguments),
+      ['{"command":"ls -la build"}', '{"command":"du -sh /work/project/build/cache"}', '{"path":"build/cache/manifest.json"}'],
+      "the listing of its folder, the call on its absolute path, the read inside it: in session order",
+    );
+    assert.equal(items[2]!.result, null, "still no file contents");
+  });
+
+  test("a long session that only mentions the target in passing adds nothing, however long", () => {
+    const t: TranscriptItem[] = [];
+    for (let i = 0; t.length < 10_000; i++) {
+      t.push(...mentions(`r${i}-`));
+      if (i % 5 === 0) t.push(user(i % 10 === 0 ? "and keep the cache in mind" : "run the tests again"));
+    }
+    t.push(user("now clear it"));
+    const none = built(rm, [user("now clear it")]);
+    const long = built(rm, t);
+    assert.equal(long.evidence.kept + long.evidence.omitted, 0);
+    assert.deepEqual(doc(long.user).evidence, undefined);
+    // One earlier message names the target's last part (kept once, though repeated); nothing else is added.
+    assert.ok(long.tokens - none.tokens <= 120, `${long.tokens} against ${none.tokens} with no history`);
+    assert.equal(built(rm, t).user, long.user, "deterministic");
+  });
+
+  test("a repeated call keeps only its latest run, and of the listings of the target's folder only the latest", () => {
+    const t: TranscriptItem[] = [user("clear build/cache")];
+    for (let i = 0; i < 20; i++) {
+      t.push(call(`s${i}`, "bash", { command: "stat build/cache" }), result(`s${i}`, "bash", `run ${i}`));
+      t.push(call(`l${i}`, i % 2 ? "ls" : "bash", i % 2 ? { path: "build" } : { command: "ls build" }), result(`l${i}`, "ls", `cache/\nout-${i}.js`));
+    }
+    const r = built(rm, t);
+    assert.deepEqual(
+      itemsOf(r).map((i) => [i.arguments, i.result]),
+      [
+        ['{"command":"stat build/cache"}', "run 19"],
+        ['{"path":"build"}', "cache/\nout-19.js"],
+      ],
+    );
+    assert.equal(r.evidence.omitted, 0, "repeats are not counted as left out");
+  });
+
+  test("a long listing of the target's folder keeps only the lines naming it; a listing of the target itself is kept (clipped)", () => {
+    const entries = Array.from({ length: 40 }, (_, i) => `file-${i}.js`);
+    const t: TranscriptItem[] = [
+      user("clear build/cache"),
+      call("p", "ls", { path: "build" }),
+      result("p", "ls", [...entries.slice(0, 20), "cache/", ...entries.slice(20)].join("\n")),
+      call("c", "ls", { path: "build/cache" }),
+      result("c", "ls", entries.join("\n")),
+    ];
+    const [parent, itself] = itemsOf(built(rm, t));
+    assert.equal(parent!.result, "cache/\n…[40 other lines]");
+    assert.ok(itself!.result!.startsWith("file-0.js\nfile-1.js"));
+    assert.ok(estimateTokens(itself!.result!) <= INPUT_BOUNDS.evidenceResult);
+  });
+
+  test("evidence gets at most a quarter of the budget and a fixed number of items, best first, shown in session order", () => {
+    const t: TranscriptItem[] = [user("clear build/cache")];
+    for (let i = 0; i < 50; i++) t.push(call(`u${i}`, "read", { path: `build/cache/part-${i}.bin` }), result(`u${i}`, "read", "x"));
+    t.push(call("eq", "bash", { command: "stat build/cache" }), result("eq", "bash", "ok"));
+    for (let i = 50; i < 60; i++) t.push(call(`u${i}`, "read", { path: `build/cache/part-${i}.bin` }), result(`u${i}`, "read", "x"));
+    for (const budget of [DEFAULT_BUDGET, 16_384 as TokenBudget, 32_768 as TokenBudget]) {
+      const r = built(rm, t, budget);
+      const items = itemsOf(r);
+      const ev = canonicalJson((doc(r.user).evidence as { items: unknown }).items);
+      assert.ok(ev.ok && estimateTokens(ev.text) <= budget / 4, `${budget}: evidence within a quarter of the budget`);
+      assert.ok(items.length <= INPUT_BOUNDS.evidenceItems);
+      assert.equal(r.evidence.kept + r.evidence.omitted, 61, "every call on the target was a candidate");
+      // The call on the target itself ranks above calls inside it; among those, the latest win.
+      assert.ok(items.some((i) => i.arguments === '{"command":"stat build/cache"}'), `${budget}: the exact call is kept`);
+      const parts = items.flatMap((i) => (/part-(\d+)/.exec(i.arguments) ? [Number(/part-(\d+)/.exec(i.arguments)![1])] : []));
+      assert.deepEqual(parts, Array.from({ length: parts.length }, (_, k) => 60 - parts.length + k), `${budget}: the latest calls inside it, in session order`);
+    }
+  });
+
+  test("when the budget is short, the least specific evidence goes first", () => {
+    const t: TranscriptItem[] = [
+      user("clear build/cache"),
+      call("eq", "bash", { command: `stat build/cache # ${"a".repeat(300)}` }),
+      result("eq", "bash", "ok"),
+      call("in", "read", { path: `build/cache/${"b".repeat(300)}` }),
+      result("in", "read", "x"),
+    ];
+    const roomy = built(rm, t);
+    assert.equal(roomy.evidence.kept, 2);
+    // Just too small for both: the newer but less specific call inside the target is dropped.
+    const tight = built(rm, t, (roomy.retryTokens - 50) as TokenBudget);
+    assert.deepEqual(
+      itemsOf(tight).map((i) => i.tool),
+      ["bash"],
+    );
+  });
+
+  test("a call that only shares words is evidence only when nothing stronger exists, and then only one", () => {
+    const deploy = action("bash", { command: "kubectl rollout restart deployment/api-gateway --context staging-eu" });
+    const t: TranscriptItem[] = [
+      user("restart the gateway"),
+      call("w1", "bash", { command: "kubectl rollout status deploy/other --context staging-eu" }),
+      result("w1", "bash", "ok"),
+      call("w2", "bash", { command: "kubectl rollout history deploy/other --context staging-eu" }),
+      result("w2", "bash", "ok"),
+      call("w3", "bash", { command: "helm rollout" }),
+      result("w3", "bash", "ok"),
+    ];
+    assert.deepEqual(
+      itemsOf(built(deploy, t)).map((i) => i.arguments),
+      ['{"command":"kubectl rollout history deploy/other --context staging-eu"}'],
+      "the latest call sharing two words (rollout, staging-eu)",
+    );
+    const exact = [...t, call("x", "bash", { command: "kubectl get deployment/api-gateway -o yaml" }), result("x", "bash", "kind: Deployment")];
+    assert.deepEqual(
+      itemsOf(built(deploy, exact)).map((i) => i.arguments),
+      ['{"command":"kubectl get deployment/api-gateway -o yaml"}'],
+    );
+  });
+
+  test("another call of the same tool with a value in common is evidence; file tools are matched by path only", () => {
+    const a = action("deploy_service", { service: "api", environment: "production", version: "1.4.2" });
+    const t: TranscriptItem[] = [
+      user("ship it"),
+      call("d1", "deploy_service", { service: "api", environment: "staging", version: "1.4.2" }),
+      result("d1", "deploy_service", "deployed"),
+      call("d2", "deploy_service", { service: "billing", environment: "staging" }),
+      result("d2", "deploy_service", "deployed"),
+      call("n", "write", { path: "notes.md", content: "deploy api 1.4.2 to production" }),
+      result("n", "write", "ok"),
+    ];
+    assert.deepEqual(
+      itemsOf(built(a, t)).map((i) => i.arguments),
+      ['{"environment":"staging","service":"api","version":"1.4.2"}'],
+    );
+  });
+
+  test("earlier user messages: those naming the exact target take the places first, a word mention only when none names it", () => {
+    const t: TranscriptItem[] = [
+      user("when we are done, delete build/cache"),
+      user("the cache is slow"),
+      user("we also keep a build/cache2 folder"),
+      user("is the cache still slow?"),
+      user("the cache again"),
+      user("go"),
+    ];
+    const auth = doc(built(rm, t).user).authorization as Record<string, unknown>;
+    assert.deepEqual(auth.earlier_user_messages_naming_this_action, ["when we are done, delete build/cache", "is the cache still slow?", "the cache again"]);
+    const npm = action("bash", { command: "npm install lodash-es" });
+    const loose = doc(built(npm, [user("lodash-es is big"), user("we use lodash-es"), user("go")]).user).authorization as Record<string, unknown>;
+    assert.deepEqual(loose.earlier_user_messages_naming_this_action, ["we use lodash-es"], "at most one, the latest");
+  });
+});
