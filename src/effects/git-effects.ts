@@ -13,7 +13,7 @@
 // - anything else that deletes or rewinds a ref, moves a tag or touches refs/replace: held.
 
 import { lstatSync, readFileSync } from "node:fs";
-import { protectedComponent } from "../policy/places.ts";
+import { isWithin, protectedComponent } from "../policy/places.ts";
 import { join, relative, sep } from "node:path";
 import type { Change, GitAfter, RootFacts } from "./facts.ts";
 import { changedSince, type Identity } from "./identity.ts";
@@ -96,7 +96,7 @@ export function judgeGitDir(input: GitJudgeInput): GitJudgement {
       held.push({ kind: "git-file", path: abs, detail: "it is in another repository's git dir" });
       continue;
     }
-    const cls = policy.classifyGitPath(rel);
+    const cls = newWorktree(input, repo, rel) ? "state" : policy.classifyGitPath(inWorkspaceWorktree(repo, rel) ?? rel);
     if (cls === "lock") {
       skipped.push({ path: abs, why: "a lock file a stopped git left behind is never applied" });
       continue;
@@ -236,6 +236,38 @@ function gitRelative(repo: RepoLocation, abs: string): string | undefined {
     if (rel === "" || (!rel.startsWith("..") && !rel.startsWith(sep))) return toGitPath(rel) || ".";
   }
   return undefined;
+}
+
+const WORKTREE_FILES = /^worktrees\/([^/]+)(?:\/(?:HEAD|ORIG_HEAD|index|commondir|gitdir|logs|logs\/HEAD|locked))?$/;
+
+/**
+ * `git worktree add DIR` inside the workspace: the admin folder worktrees/<name> it creates is
+ * ordinary state when it is new, names the shared repository as `../..` and points back at a
+ * `.git` file inside the workspace (which judge.ts then accepts in the work tree).
+ */
+function newWorktree(input: GitJudgeInput, repo: RepoLocation, rel: string): boolean {
+  if (rel === "worktrees") return !lstatSync(join(repo.commonDir, "worktrees"), { throwIfNoEntry: false });
+  const m = WORKTREE_FILES.exec(rel);
+  if (!m) return false;
+  const admin = join(repo.commonDir, "worktrees", m[1]!);
+  if (lstatSync(admin, { throwIfNoEntry: false })) return false;
+  const after = (name: string) => {
+    const p = input.afterPath(join(admin, name));
+    return p ? readSmall(p).trim() : undefined;
+  };
+  const back = after("gitdir");
+  return after("commondir") === "../.." && back !== undefined && isWithin(workTreeRoot(repo), back) && back.endsWith(`${sep}.git`);
+}
+
+/**
+ * A path in the admin folder of a worktree that lives inside the workspace (worktrees/<name>/...):
+ * that worktree's own HEAD, index and logs, judged like the main ones. Undefined otherwise.
+ */
+function inWorkspaceWorktree(repo: RepoLocation, rel: string): string | undefined {
+  const m = /^worktrees\/([^/]+)\/(.+)$/.exec(rel);
+  if (!m) return undefined;
+  const back = readSmall(join(repo.commonDir, "worktrees", m[1]!, "gitdir")).trim();
+  return back && isWithin(workTreeRoot(repo), back) && back.endsWith(`${sep}.git`) ? m[2] : undefined;
 }
 
 /** A todo line git runs as a shell command: `exec CMD` or `x CMD` (also after a `break`). */

@@ -193,7 +193,7 @@ export function judgeEffects(input: JudgeInput): EffectJudgement {
         continue;
       }
       const guard = protectedGuard(input, staged, c.rel, abs, recoverable, configured);
-      if (guard) held.push(guard);
+      if (guard && !(main && isNewWorktreeLink(c, abs, main, afterPath))) held.push(guard);
       if (c.op === "write" && c.type === "other") {
         skipped.push({ path: abs, why: "a special file (FIFO, socket or device) is never applied" });
         continue;
@@ -217,6 +217,21 @@ export function judgeEffects(input: JudgeInput): EffectJudgement {
     held.push({ kind: "lost-content", files: unrecoverable.sort((a, b) => b.bytes - a.bytes), bytes: total });
   else smallLoss = unrecoverable;
   return { verdict: held.length > 0 ? "hold" : "apply", ops, held, conflicts, skipped, counts, smallLoss };
+}
+
+/**
+ * The `.git` file of a worktree this command added inside the workspace: it names a new admin
+ * folder of the workspace's repository, which names it back (git-effects.ts accepts that folder).
+ */
+function isNewWorktreeLink(c: Change, abs: string, repo: RepoLocation, afterPath: AfterPath): boolean {
+  if (c.op !== "write" || c.type !== "file" || c.before !== null || !abs.endsWith(`${sep}.git`)) return false;
+  const p = afterPath(abs);
+  const m = p ? /^gitdir: (.+)\n?$/.exec(readFileSync(p, "utf8").slice(0, 4096)) : null;
+  if (!m) return false;
+  const admin = m[1]!;
+  if (dirname(admin) !== join(repo.commonDir, "worktrees") || lstatSync(admin, { throwIfNoEntry: false })) return false;
+  const back = afterPath(join(admin, "gitdir"));
+  return back !== null && readFileSync(back, "utf8").trim() === abs;
 }
 
 /** The workspace's repository: its own `.git` folder, or the git dir a `.git` file names (worktree, submodule). */
