@@ -8,19 +8,22 @@
 // 3. Each op is atomic on its own: a staged file is renamed over its target (same file system) or
 //    copied beside it and renamed; what it replaces or removes is first hard-linked (or moved) into
 //    the undo entry. So after a crash at any point every file is either its old or its new version.
+//    (A path whose type changes, a file replaced by a directory or the reverse, is a remove and a
+//    put: between the two renames it is absent, as no portable call swaps two paths at once.)
 // 4. The undo manifest records what each target is now; then the journal goes.
 //
 // A journal found at start (its process died) is rolled forward from the file system's state:
-// every op is found done, still to do (and then done), or no longer possible (reported).
+// every op is found done, still to do (and then done), or no longer possible (reported). Every
+// intermediate state an op can leave has a name derived from the journal (`.pi-auto-mode-<id>-<op>`
+// beside its target), so the roll-forward finds and finishes it, and leaves no temp file behind.
 
-import { chmodSync, copyFileSync, cpSync, existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, unlinkSync } from "node:fs";
+import { chmodSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
-import { dirname, join } from "node:path";
-import { withLock, type Locked } from "../state/lock.ts";
+import { dirname, join, relative } from "node:path";
 import type { ApplyOp, Conflict } from "./judge.ts";
 import { identityAt, sameIdentity, sameInode, type Identity } from "./identity.ts";
-import { ensureDir, fsyncDir, lockPathOf, undoDirOf, writeDurable, type EffectStore } from "./store.ts";
-import { finishUndoEntry, pruneUndo, type UndoBounds, type UndoEntryOp } from "./undo.ts";
+import { ensureDir, fsyncDir, undoDirOf, withWorkspaceLock, writeDurable, type EffectStore } from "./store.ts";
+import { copyEntry, finishUndoEntry, latestUndoAt, pruneUndo, realFolder, treeListing, type UndoBounds, type UndoEntryOp } from "./undo.ts";
 
 /** One op as the journal keeps it. */
 export interface JournalOp {
@@ -39,6 +42,8 @@ export interface Journal {
   readonly at: number;
   readonly undoEntry: string;
   readonly kept: boolean;
+  /** Bytes of the pre-images kept (for the undo store's bound). */
+  readonly preBytes?: number;
   readonly ops: readonly JournalOp[];
 }
 
@@ -59,16 +64,20 @@ export interface ApplyResult {
   readonly undoId: string | undefined;
   /** Whether what the command overwrote or removed was kept for undo. */
   readonly kept: boolean;
+  /** Interrupted applies into this workspace that were finished first. */
+  readonly repaired?: readonly Recovery[];
 }
 
-const LOCK_TIMING = { staleMs: 60_000, waitMs: 70_000 };
+/** How long an apply waits for another process's apply or undo in the same workspace. */
+const LOCK_WAIT_MS = 70_000;
 
 export async function applyEffects(req: ApplyRequest): Promise<ApplyResult> {
-  ensureDir(req.store.lockDir);
-  const locked: Locked<ApplyResult> = await withLock(lockPathOf(req.store, req.workspace), LOCK_TIMING, () => applyLocked(req));
+  const locked = await withWorkspaceLock(req.store, req.workspace, LOCK_WAIT_MS, (beat) => applyLocked(req, beat));
   if (locked.kind === "held") return locked.value;
   throw new Error(locked.kind === "busy" ? "another Pi process kept this workspace's apply lock too long" : locked.message);
 }
+
+const within = (parent: string, p: string) => p.startsWith(parent + "/");
 
 /** Ops grouped by target: a remove and a put of one path stand or fall together. */
 function preflight(ops: readonly ApplyOp[]): { ok: ApplyOp[]; conflicts: Conflict[] } {
@@ -79,17 +88,61 @@ function preflight(ops: readonly ApplyOp[]): { ok: ApplyOp[]; conflicts: Conflic
   // what the earlier remove leaves: nothing).
   const expected = new Map<string, Identity | null>();
   for (const op of ops) if (!expected.has(op.target)) expected.set(op.target, op.before);
+  // Targets are real paths (the judge builds them from real roots). A folder on the way replaced
+  // by a symlink meanwhile (while a reviewer considered the command, or by a command applied
+  // since) would send the rename, and the lstat that checks the target, somewhere else.
+  const real = new Map<string, boolean>();
+  const redirected = new Set<string>();
   for (const [target, want] of expected) {
-    if (!sameIdentity(identityAt(target), want)) bad.add(target);
+    if (!realFolder(dirname(target), real)) {
+      bad.add(target);
+      redirected.add(target);
+    } else if (!sameIdentity(identityAt(target), want)) bad.add(target);
   }
+  const underBad = (t: string) => {
+    for (let p = dirname(t); p !== dirname(p); p = dirname(p)) if (bad.has(p)) return true;
+    return false;
+  };
+  const reported = new Set<string>();
   for (const op of ops) {
-    if (bad.has(op.target) || [...bad].some((b) => op.target.startsWith(b + "/"))) {
-      if (!conflicts.some((c) => c.path === op.target)) conflicts.push({ path: op.target, detail: op.before === null ? "something was created there outside the sandbox meanwhile" : "it changed outside the sandbox after the command ended" });
+    if (bad.has(op.target) || (bad.size > 0 && underBad(op.target))) {
+      if (!reported.has(op.target)) {
+        reported.add(op.target);
+        const detail = redirected.has(op.target)
+          ? "a folder on its path was replaced (by a symlink) outside the sandbox meanwhile"
+          : op.before === null
+            ? "something was created there outside the sandbox meanwhile"
+            : "it changed outside the sandbox after the command ended";
+        conflicts.push({ path: op.target, detail });
+      }
       continue;
     }
     ok.push(op);
   }
   return { ok, conflicts };
+}
+
+/**
+ * Puts that a tree put moves along: an entry inside a new tree whose own op only asked for its
+ * setuid/setgid bits to go (done on the staged file before anything moves). Moving it on its own
+ * would find its source gone with the tree, or make the tree's target before the tree arrives.
+ */
+function carriedByTree(ops: readonly ApplyOp[]): Set<ApplyOp> {
+  const trees = ops.filter((o) => o.kind === "put" && o.type === "dir");
+  const out = new Set<ApplyOp>();
+  if (trees.length === 0) return out;
+  const bySource = new Map(trees.map((t) => [(t as Extract<ApplyOp, { kind: "put" }>).source, t]));
+  for (const op of ops) {
+    if (op.kind !== "put" || op.before !== null) continue;
+    for (let p = dirname(op.source); p !== dirname(p); p = dirname(p)) {
+      const t = bySource.get(p);
+      if (t && t !== op && join(t.target, relative(p, op.source)) === op.target) {
+        out.add(op);
+        break;
+      }
+    }
+  }
+  return out;
 }
 
 function bytesOf(p: string, cap: number): number {
@@ -105,11 +158,17 @@ function bytesOf(p: string, cap: number): number {
   return total;
 }
 
-function applyLocked(req: ApplyRequest): ApplyResult {
+function applyLocked(req: ApplyRequest, beat: () => void): ApplyResult {
+  // An apply into this workspace a crash interrupted comes first: this command ran on what it left.
+  const repaired = recoverWorkspace(req.store, req.workspace, req.bounds, beat);
+  const extra = repaired.length > 0 ? { repaired } : {};
   const { ok, conflicts } = preflight(req.ops);
-  if (ok.length === 0) return { applied: 0, conflicts, undoId: undefined, kept: false };
-  const id = `${Date.now().toString(36)}-${randomBytes(4).toString("hex")}`;
-  const undoEntry = join(undoDirOf(req.store, req.workspace), id);
+  if (ok.length === 0) return { applied: 0, conflicts, undoId: undefined, kept: false, ...extra };
+  const undoDir = undoDirOf(req.store, req.workspace);
+  // Strictly increasing per workspace, so undo's newest-first order is the order of the applies.
+  const at = Math.max(Date.now(), latestUndoAt(undoDir) + 1);
+  const id = `${at.toString(36).padStart(9, "0")}-${randomBytes(4).toString("hex")}`;
+  const undoEntry = join(undoDir, id);
   // Keep pre-images only while they fit the undo store's bound.
   let preBytes = 0;
   for (const op of ok) {
@@ -124,80 +183,149 @@ function applyLocked(req: ApplyRequest): ApplyResult {
     const st = lstatSync(op.source, { throwIfNoEntry: false });
     if (st?.isFile()) chmodSync(op.source, st.mode & 0o1777);
   }
-  const jops: JournalOp[] = ok.map((op, i) => ({
-    op,
-    sourceId: op.kind === "put" ? identityAt(op.source) : null,
-    pre: kept && op.keep && op.before !== null ? `pre/${i}` : null,
-  }));
-  const journal: Journal = { version: 1, id, workspace: req.workspace, command: req.command, at: Date.now(), undoEntry, kept, ops: jops };
-  ensureDir(join(undoEntry, "pre"));
+  const carried = carriedByTree(ok);
+  const jops: JournalOp[] = ok
+    .filter((op) => !carried.has(op))
+    .map((op, i) => ({
+      op,
+      sourceId: op.kind === "put" ? identityAt(op.source) : null,
+      pre: kept && op.keep && op.before !== null ? `pre/${i}` : null,
+    }));
+  const journal: Journal = { version: 1, id, workspace: req.workspace, command: req.command, at, undoEntry, kept, preBytes: kept ? preBytes : 0, ops: jops };
   const journalPath = join(req.store.journalDir, `${id}.json`);
   writeDurable(journalPath, JSON.stringify(journal));
-  let applied = 0;
-  jops.forEach((j, i) => {
-    doOp(j, undoEntry);
-    applied++;
+  // After the journal: a crash before it leaves no entry behind; the roll-forward makes it again.
+  ensureDir(join(undoEntry, "pre"));
+  const made = new Set<string>();
+  const renamed = jops.map((_, i) => {
+    const r = doOp(journal, i, made);
+    beat();
     req.afterOp?.(i);
+    return r;
   });
-  for (const d of new Set(jops.map((j) => dirname(j.op.target)))) fsyncDir(d);
-  finishJournal(journal, req.store, req.bounds);
+  finishJournal(journal, req.store, req.bounds, undefined, renamed);
   rmSync(journalPath, { force: true });
-  return { applied, conflicts, undoId: id, kept };
+  return { applied: ok.length, conflicts, undoId: id, kept, ...extra };
 }
 
-/** Move `from` to `to`; across file systems, copy beside `to` and rename (atomic for `to`), then remove `from`. */
-function moveInto(from: string, to: string): void {
-  try {
-    renameSync(from, to);
-    return;
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "EXDEV") throw e;
-  }
-  const tmp = join(dirname(to), `.pi-auto-mode-${randomBytes(4).toString("hex")}.tmp`);
-  const st = lstatSync(from);
-  if (st.isSymbolicLink()) symlinkSync(readlinkSync(from), tmp);
-  else if (st.isDirectory()) cpSync(from, tmp, { recursive: true, preserveTimestamps: true, verbatimSymlinks: true });
-  else copyFileSync(from, tmp);
+// ---------------------------------------------------------------------------------------------
+// The ops. Every intermediate name is derived from the journal id and the op's index.
+
+function side(journal: Journal, i: number, what: "tmp" | "ready" | "aside"): string {
+  return join(dirname(journal.ops[i]!.op.target), `.pi-auto-mode-${journal.id}-${i}.${what}`);
+}
+
+const exists = (p: string) => lstatSync(p, { throwIfNoEntry: false }) !== undefined;
+const isExdev = (e: unknown) => (e as NodeJS.ErrnoException).code === "EXDEV";
+
+/** Make `to` a copy of `from`, all at once: a partial copy is never found at `to`. */
+function copyInto(from: string, to: string): void {
+  const tmp = `${to}.tmp`;
+  rmSync(tmp, { recursive: true, force: true });
+  copyEntry(from, tmp);
   renameSync(tmp, to);
-  rmSync(from, { recursive: true, force: true });
 }
 
 /** Keep what is at `target` in the undo entry without disturbing it: a hard link (or a copy). */
 function preserve(target: string, keepAt: string): void {
-  if (existsSync(keepAt) || lstatSync(keepAt, { throwIfNoEntry: false })) return;
   try {
     linkSync(target, keepAt);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
+    if (code === "EEXIST") return; // kept before a crash (a copy lands whole, so it is complete)
     if (code !== "EXDEV" && code !== "EPERM" && code !== "EMLINK") throw e;
-    const st = lstatSync(target);
-    if (st.isSymbolicLink()) symlinkSync(readlinkSync(target), keepAt);
-    else copyFileSync(target, keepAt);
+    copyInto(target, keepAt);
   }
 }
 
-function doOp(j: JournalOp, undoEntry: string): void {
+/** The target's folder (made if missing), once per folder: `made` remembers. */
+function ensureParent(target: string, made: Set<string>): void {
+  const d = dirname(target);
+  if (made.has(d)) return;
+  mkdirSync(d, { recursive: true });
+  made.add(d);
+}
+
+/** Returns true when a put was one rename (its target is then its staged source's inode). */
+function doOp(journal: Journal, i: number, made: Set<string>): boolean {
+  const j = journal.ops[i]!;
   const op = j.op;
-  const keepAt = j.pre === null ? undefined : join(undoEntry, j.pre);
+  const keepAt = j.pre === null ? undefined : join(journal.undoEntry, j.pre);
   if (op.kind === "remove") {
-    if (keepAt) moveInto(op.target, keepAt);
-    else rmSync(op.target, { recursive: true, force: true });
-    return;
+    if (keepAt) {
+      try {
+        renameSync(op.target, keepAt);
+        return false;
+      } catch (e) {
+        if (!isExdev(e)) throw e;
+      }
+    } else if (op.before.type !== 0o040000) {
+      rmSync(op.target, { force: true }); // one unlink
+      return false;
+    }
+    // A tree (or a pre-image on another file system): out of the way at once, then dealt with.
+    const aside = side(journal, i, "aside");
+    renameSync(op.target, aside);
+    finishAside(aside, keepAt);
+    return false;
   }
   if (keepAt && op.before !== null) preserve(op.target, keepAt);
-  mkdirSync(dirname(op.target), { recursive: true });
-  moveInto(op.source, op.target);
+  ensureParent(op.target, made);
+  try {
+    renameSync(op.source, op.target);
+    return true;
+  } catch (e) {
+    if (!isExdev(e)) throw e;
+  }
+  // Across file systems: a full copy beside the target first (`.tmp` while it grows, `.ready` once
+  // whole), then the staged source goes, then the copy is renamed over the target.
+  const tmp = side(journal, i, "tmp");
+  const ready = side(journal, i, "ready");
+  rmSync(tmp, { recursive: true, force: true });
+  copyEntry(op.source, tmp);
+  renameSync(tmp, ready);
+  rmSync(op.source, { recursive: true, force: true });
+  renameSync(ready, op.target);
+  return false;
+}
+
+function finishAside(aside: string, keepAt: string | undefined): void {
+  if (keepAt && !exists(keepAt)) copyInto(aside, keepAt);
+  rmSync(aside, { recursive: true, force: true });
 }
 
 /** Record what each target is now, so undo can tell whether anything changed it since. */
-function finishJournal(journal: Journal, store: EffectStore, bounds: UndoBounds): void {
-  const entries: UndoEntryOp[] = journal.ops.map((j) => ({
-    kind: j.op.kind,
-    target: j.op.target,
-    pre: j.op.before === null ? null : j.pre ?? "not-kept",
-    post: identityAt(j.op.target),
-  }));
-  finishUndoEntry(journal.undoEntry, { version: 1, id: journal.id, workspace: journal.workspace, command: journal.command, at: journal.at, kept: journal.kept, ops: entries });
+/**
+ * `renamed[i]`: op i was a put done by one rename, so its target is its source's inode (what undo
+ * compares: inode, size, mtime, type; the rename moved only the change time). Saves an lstat per
+ * file, and an edit made outside right after the rename is then seen by undo, not recorded as ours.
+ */
+function finishJournal(journal: Journal, store: EffectStore, bounds: UndoBounds, done: readonly boolean[] | undefined, renamed?: readonly boolean[]): void {
+  const entries: UndoEntryOp[] = [];
+  const trees: { file: string; text: string }[] = [];
+  journal.ops.forEach((j, i) => {
+    if (done && !done[i]) return;
+    // What this op left: a removal left nothing, unless a put of the same path came after it.
+    const replaced = j.op.kind === "remove" && journal.ops.some((o, k) => k > i && (!done || done[k]) && o.op.kind === "put" && o.op.target === j.op.target);
+    const post = j.op.kind === "remove" && !replaced ? null : renamed?.[i] && j.sourceId !== null ? j.sourceId : identityAt(j.op.target);
+    const pre = j.op.before === null ? null : j.pre !== null ? j.pre : !journal.kept ? "not-kept" : "regenerable";
+    let tree: string | undefined;
+    // A tree the command created: what is in it, so an edit inside it is never undone away.
+    if (j.op.kind === "put" && post !== null && post.type === 0o040000) {
+      tree = `trees/${i}.json`;
+      trees.push({ file: join(journal.undoEntry, tree), text: JSON.stringify(treeListing(j.op.target)) });
+    }
+    entries.push({ kind: j.op.kind, target: j.op.target, pre, post, ...(tree ? { tree } : {}) });
+  });
+  // The workspace's renames, the pre-images and the tree listings are on disk before the manifest.
+  for (const d of new Set(journal.ops.map((j) => dirname(j.op.target)))) fsyncDir(d);
+  if (trees.length > 0) {
+    ensureDir(join(journal.undoEntry, "trees"));
+    for (const t of trees) writeFileSync(t.file, t.text, { mode: 0o600 });
+    fsyncDir(join(journal.undoEntry, "trees"));
+  }
+  fsyncDir(join(journal.undoEntry, "pre"));
+  finishUndoEntry(journal.undoEntry, { version: 1, id: journal.id, workspace: journal.workspace, command: journal.command, at: journal.at, kept: journal.kept, ops: entries }, journal.preBytes);
   pruneUndo(dirname(journal.undoEntry), bounds);
 }
 
@@ -211,78 +339,173 @@ export interface Recovery {
   readonly lost: readonly string[];
 }
 
+function readJournal(path: string): Journal {
+  const journal = JSON.parse(readFileSync(path, "utf8")) as Journal;
+  if (journal.version !== 1 || !Array.isArray(journal.ops)) throw new Error("not a journal of this version");
+  return journal;
+}
+
+function journalNames(store: EffectStore): string[] {
+  try {
+    return readdirSync(store.journalDir)
+      .filter((n) => n.endsWith(".json"))
+      .sort();
+  } catch {
+    return [];
+  }
+}
+
+/** Roll one journal forward, record its undo entry, drop it. Under the workspace's lock. */
+function recoverOne(path: string, journal: Journal, store: EffectStore, bounds: UndoBounds, beat: () => void): Recovery {
+  const out = rollForward(journal, beat);
+  finishJournal(journal, store, bounds, out.done);
+  rmSync(path, { force: true });
+  return { journal: path, workspace: journal.workspace, command: journal.command, completed: out.completed, alreadyDone: out.alreadyDone, lost: out.lost };
+}
+
+/** The interrupted applies of one workspace, oldest first. Under its lock. */
+function recoverWorkspace(store: EffectStore, workspace: string, bounds: UndoBounds, beat: () => void): Recovery[] {
+  const out: Recovery[] = [];
+  for (const n of journalNames(store)) {
+    const path = join(store.journalDir, n);
+    let journal: Journal;
+    try {
+      journal = readJournal(path);
+    } catch {
+      continue; // reported by recoverJournals
+    }
+    if (journal.workspace !== workspace) continue;
+    try {
+      out.push(recoverOne(path, journal, store, bounds, beat));
+    } catch {
+      // left for the start-up repair, which reports it; this command ran on the state as it is
+    }
+  }
+  return out;
+}
+
 /** Roll forward every journal whose apply was interrupted. Reports what it did; never throws for one bad journal. */
 export async function recoverJournals(store: EffectStore, bounds: UndoBounds): Promise<{ recovered: Recovery[]; failed: string[] }> {
   const recovered: Recovery[] = [];
   const failed: string[] = [];
-  let names: string[];
-  try {
-    names = readdirSync(store.journalDir).filter((n) => n.endsWith(".json"));
-  } catch {
-    return { recovered, failed };
-  }
-  for (const n of names) {
+  const done = new Set<string>();
+  for (const n of journalNames(store)) {
     const path = join(store.journalDir, n);
     let journal: Journal;
     try {
-      journal = JSON.parse(readFileSync(path, "utf8")) as Journal;
-      if (journal.version !== 1 || !Array.isArray(journal.ops)) throw new Error("not a journal of this version");
+      journal = readJournal(path);
     } catch (e) {
       failed.push(`${path}: ${(e as Error).message}`);
       continue;
     }
-    // The lock is free only when the applying process is gone.
-    ensureDir(store.lockDir);
-    const r = await withLock(lockPathOf(store, journal.workspace), { staleMs: LOCK_TIMING.staleMs, waitMs: 0 }, () => {
-      if (!existsSync(path)) return undefined; // finished meanwhile
-      const out = rollForward(journal);
-      finishJournal(journal, store, bounds);
-      rmSync(path, { force: true });
-      return out;
+    if (done.has(journal.workspace)) continue;
+    done.add(journal.workspace);
+    // The lock is free only when no live process applies there; one that does finishes its own.
+    const r = await withWorkspaceLock(store, journal.workspace, 0, (beat) => {
+      const out: Recovery[] = [];
+      const errors: string[] = [];
+      for (const m of journalNames(store)) {
+        const p = join(store.journalDir, m);
+        let jr: Journal;
+        try {
+          jr = readJournal(p);
+        } catch {
+          continue; // reported above, or gone meanwhile
+        }
+        if (jr.workspace !== journal.workspace) continue;
+        try {
+          out.push(recoverOne(p, jr, store, bounds, beat));
+        } catch (e) {
+          errors.push(`${p}: ${(e as Error).message}`);
+        }
+      }
+      return { out, errors };
     });
-    if (r.kind === "held" && r.value) recovered.push({ journal: path, workspace: journal.workspace, command: journal.command, ...r.value });
-    else if (r.kind === "error") failed.push(`${path}: ${r.message}`);
+    if (r.kind === "held") {
+      recovered.push(...r.value.out);
+      failed.push(...r.value.errors);
+    } else if (r.kind === "error") failed.push(`${path}: ${r.message}`);
   }
   return { recovered, failed };
 }
 
-function rollForward(journal: Journal): { completed: number; alreadyDone: number; lost: string[] } {
+function rollForward(journal: Journal, beat: () => void): { completed: number; alreadyDone: number; lost: string[]; done: boolean[] } {
   let completed = 0;
   let alreadyDone = 0;
   const lost: string[] = [];
+  const done: boolean[] = journal.ops.map(() => false);
+  const made = new Set<string>();
+  const real = new Map<string, boolean>();
   ensureDir(join(journal.undoEntry, "pre"));
-  // Targets an op of this journal already changed: a later op on the same path expects that.
-  for (const j of journal.ops) {
+  journal.ops.forEach((j, i) => {
+    beat();
     const op = j.op;
-    const now = identityAt(op.target);
-    if (op.kind === "put") {
-      const sourceNow = identityAt(op.source);
-      if (j.sourceId !== null && sameInode(now, j.sourceId)) {
-        alreadyDone++;
-        continue;
-      }
-      if (sourceNow === null || !sameInode(sourceNow, j.sourceId)) {
-        // A copy that landed and whose source was removed, or a source that is gone.
-        if (sourceNow === null && now !== null && !sameIdentity(now, op.before)) alreadyDone++;
-        else lost.push(op.target);
-        continue;
-      }
-      if (!sameIdentity(now, op.before)) {
-        lost.push(op.target);
-        continue;
-      }
-      doOp(j, journal.undoEntry);
-      completed++;
-    } else {
-      if (now === null || !sameIdentity(now, op.before)) {
-        alreadyDone++;
-        continue;
-      }
-      doOp(j, journal.undoEntry);
-      completed++;
+    const keepAt = j.pre === null ? undefined : join(journal.undoEntry, j.pre);
+    if (keepAt) rmSync(`${keepAt}.tmp`, { recursive: true, force: true });
+    // A folder on the way replaced by a symlink since the crash: nothing there is ours to touch.
+    if (!realFolder(dirname(op.target), real)) {
+      lost.push(op.target);
+      return;
     }
-  }
-  return { completed, alreadyDone, lost };
+    const now = identityAt(op.target);
+    if (op.kind === "remove") {
+      const aside = side(journal, i, "aside");
+      if (exists(aside)) {
+        // Moved out of the way; its pre-image copy or its removal was cut short.
+        finishAside(aside, keepAt);
+        completed++;
+        done[i] = true;
+      } else if (sameIdentity(now, op.before)) {
+        doOp(journal, i, made);
+        completed++;
+        done[i] = true;
+      } else if (keepAt ? exists(keepAt) : now === null || journal.ops.some((o, k) => k > i && o.op.kind === "put" && o.op.target === op.target)) {
+        alreadyDone++;
+        done[i] = true;
+      } else lost.push(op.target);
+      return;
+    }
+    const tmp = side(journal, i, "tmp");
+    const ready = side(journal, i, "ready");
+    rmSync(tmp, { recursive: true, force: true });
+    const lose = () => {
+      lost.push(op.target);
+      rmSync(ready, { recursive: true, force: true });
+      // A pre-image linked for a put that did not happen is not the command's to keep.
+      if (keepAt) rmSync(keepAt, { recursive: true, force: true });
+    };
+    if (j.sourceId !== null && sameInode(now, j.sourceId)) {
+      alreadyDone++;
+      done[i] = true;
+      return;
+    }
+    // Still the old version: its identity, or its inode with the change time our link moved.
+    const unchanged =
+      sameIdentity(now, op.before) ||
+      (keepAt !== undefined && op.before !== null && now !== null && sameInode(now, op.before) && identityAt(keepAt)?.ino === now.ino);
+    if (exists(ready)) {
+      // A copy across file systems, whole, not yet renamed into place.
+      if (!unchanged) return lose();
+      rmSync(op.source, { recursive: true, force: true });
+      renameSync(ready, op.target);
+      completed++;
+      done[i] = true;
+      return;
+    }
+    const sourceNow = identityAt(op.source);
+    if (sourceNow === null) {
+      // The staged source goes only once its copy is whole: gone and no copy left means it landed.
+      if (unchanged) return lose();
+      alreadyDone++;
+      done[i] = true;
+      return;
+    }
+    if (!sameInode(sourceNow, j.sourceId) || !unchanged) return lose();
+    doOp(journal, i, made);
+    completed++;
+    done[i] = true;
+  });
+  return { completed, alreadyDone, lost, done };
 }
 
 export function unlinkQuietly(p: string): void {
