@@ -44,6 +44,8 @@ export interface Journal {
   readonly kept: boolean;
   /** Bytes of the pre-images kept (for the undo store's bound). */
   readonly preBytes?: number;
+  /** Content git cannot give back that the command removed (under the thresholds): counted across commands. */
+  readonly lostBytes?: number;
   readonly ops: readonly JournalOp[];
 }
 
@@ -55,6 +57,8 @@ export interface ApplyRequest {
   readonly bounds: UndoBounds;
   /** For the crash tests: called after each op is done. */
   readonly afterOp?: (i: number) => void;
+  /** Content git cannot give back the command removed (under the thresholds), recorded for later judgements. */
+  readonly lostBytes?: number;
 }
 
 export interface ApplyResult {
@@ -191,7 +195,7 @@ function applyLocked(req: ApplyRequest, beat: () => void): ApplyResult {
       sourceId: op.kind === "put" ? identityAt(op.source) : null,
       pre: kept && op.keep && op.before !== null ? `pre/${i}` : null,
     }));
-  const journal: Journal = { version: 1, id, workspace: req.workspace, command: req.command, at, undoEntry, kept, preBytes: kept ? preBytes : 0, ops: jops };
+  const journal: Journal = { version: 1, id, workspace: req.workspace, command: req.command, at, undoEntry, kept, preBytes: kept ? preBytes : 0, lostBytes: req.lostBytes ?? 0, ops: jops };
   const journalPath = join(req.store.journalDir, `${id}.json`);
   writeDurable(journalPath, JSON.stringify(journal));
   // After the journal: a crash before it leaves no entry behind; the roll-forward makes it again.
@@ -325,7 +329,11 @@ function finishJournal(journal: Journal, store: EffectStore, bounds: UndoBounds,
     fsyncDir(join(journal.undoEntry, "trees"));
   }
   fsyncDir(join(journal.undoEntry, "pre"));
-  finishUndoEntry(journal.undoEntry, { version: 1, id: journal.id, workspace: journal.workspace, command: journal.command, at: journal.at, kept: journal.kept, ops: entries }, journal.preBytes);
+  finishUndoEntry(
+    journal.undoEntry,
+    { version: 1, id: journal.id, workspace: journal.workspace, command: journal.command, at: journal.at, kept: journal.kept, lostBytes: journal.lostBytes ?? 0, ops: entries },
+    journal.preBytes,
+  );
   pruneUndo(dirname(journal.undoEntry), bounds);
 }
 

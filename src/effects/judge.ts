@@ -29,7 +29,7 @@ export type ApplyOp =
 
 export type HeldItem =
   | { readonly kind: "protected-name"; readonly path: string; readonly entry: string }
-  | { readonly kind: "lost-content"; readonly files: readonly LostFile[]; readonly bytes: number }
+  | { readonly kind: "lost-content"; readonly files: readonly LostFile[]; readonly bytes: number; readonly earlier?: number }
   | { readonly kind: "git-ref"; readonly ref: string; readonly change: "deleted" | "rewritten" | "moved" | "replace-ref"; readonly from: string | null; readonly to: string | null; readonly detail: string }
   | { readonly kind: "git-file"; readonly path: string; readonly detail: string }
   | { readonly kind: "persistence"; readonly path: string }
@@ -79,6 +79,8 @@ export interface JudgeInput {
   readonly policy: EffectPolicy;
   /** Entries auto mode itself created in an earlier applied command and nobody changed since. */
   readonly agentCreated?: (path: string, id: Identity) => boolean;
+  /** Content git cannot give back the recent applied commands removed: the thresholds hold across commands. */
+  readonly recentLoss?: number;
 }
 
 const ZERO: EffectCounts = { created: 0, modified: 0, deleted: 0, gitChanged: 0 };
@@ -212,9 +214,11 @@ export function judgeEffects(input: JudgeInput): EffectJudgement {
   // Content git cannot give back: within the thresholds it is applied (and kept for undo).
   const unrecoverable = lost.filter((l) => l.bytes > 0);
   const total = unrecoverable.reduce((n, l) => n + l.bytes, 0);
+  const recent = input.recentLoss ?? 0;
   let smallLoss: LostFile[] = [];
-  if (total > input.policy.loss.maxLostBytes || unrecoverable.length > input.policy.loss.maxLostFiles)
-    held.push({ kind: "lost-content", files: unrecoverable.sort((a, b) => b.bytes - a.bytes), bytes: total });
+  // Across commands too: three commands each losing a little add up to one that loses a lot.
+  if (total > 0 && (total + recent > input.policy.loss.maxLostBytes || unrecoverable.length > input.policy.loss.maxLostFiles))
+    held.push({ kind: "lost-content", files: unrecoverable.sort((a, b) => b.bytes - a.bytes), bytes: total, ...(recent > 0 ? { earlier: recent } : {}) });
   else smallLoss = unrecoverable;
   return { verdict: held.length > 0 ? "hold" : "apply", ops, held, conflicts, skipped, counts, smallLoss };
 }

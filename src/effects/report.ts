@@ -29,7 +29,7 @@ export function heldItemText(h: HeldItem, rel: (p: string) => string = (p) => p)
     case "protected-name":
       return `changes a protected path: ${rel(h.path)} (under ${h.entry})`;
     case "lost-content":
-      return `loses ${kb(h.bytes)} of content git cannot give back: ${list(h.files, (f) => lostText(f, rel))}`;
+      return `loses ${kb(h.bytes)} of content git cannot give back${h.earlier ? ` (on top of ${kb(h.earlier)} the last commands here lost)` : ""}: ${list(h.files, (f) => lostText(f, rel))}`;
     case "git-ref":
       return `${h.change === "replace-ref" ? "adds or changes" : h.change === "moved" ? "moves" : h.change === "deleted" ? "deletes" : "rewrites"} ${h.ref}: ${h.detail}`;
     case "git-file":

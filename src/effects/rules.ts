@@ -21,6 +21,7 @@ const PolicySchema = Type.Object(
       {
         maxLostBytes: Type.Integer({ minimum: 0 }),
         maxLostFiles: Type.Integer({ minimum: 0 }),
+        windowMs: Type.Integer({ minimum: 0 }),
         maxCompareBytes: Type.Integer({ minimum: 1 }),
         maxHashBytes: Type.Integer({ minimum: 1 }),
       },

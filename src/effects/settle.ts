@@ -13,6 +13,7 @@ import { effectPolicy } from "./rules.ts";
 import type { EffectStore } from "./store.ts";
 import type { UndoBounds } from "./undo.ts";
 import { agentCreatedIn } from "./provenance.ts";
+import { recentLoss } from "./undo.ts";
 
 /** The reviewer's answer on held effects. Anything but an explicit allow discards them. */
 export type HeldVerdict = { readonly allow: true; readonly rationale: string } | { readonly allow: false; readonly rationale: string; readonly noReviewer?: boolean };
@@ -50,6 +51,7 @@ export async function settleEffects(req: SettleRequest): Promise<EffectReport> {
       protectedGlobs: req.protectedGlobs,
       policy: effectPolicy(),
       agentCreated: agentCreatedIn(req.store, req.places.workspace),
+      recentLoss: recentLoss(req.store, req.places.workspace, effectPolicy().loss.windowMs),
     });
   } catch (e) {
     // A judge that fails never lets anything through (P5).
@@ -71,7 +73,8 @@ export async function settleEffects(req: SettleRequest): Promise<EffectReport> {
     reviewed = verdict.rationale;
   }
   try {
-    const result = await applyEffects({ store: req.store, workspace: req.places.workspace, command: req.command, ops: judgement.ops, bounds: req.bounds });
+    const lostBytes = judgement.smallLoss.reduce((n, l) => n + l.bytes, 0);
+    const result = await applyEffects({ store: req.store, workspace: req.places.workspace, command: req.command, ops: judgement.ops, bounds: req.bounds, lostBytes });
     return { outcome: "applied", judgement, result, ...(reviewed !== undefined ? { reviewed } : {}) };
   } catch (e) {
     return { outcome: "discarded", why: "failed", detail: `applying the effects failed: ${(e as Error).message}; the next start repairs what was begun`, judgement };

@@ -45,6 +45,8 @@ export interface UndoManifest {
   readonly command: string;
   readonly at: number;
   readonly kept: boolean;
+  /** Content git cannot give back this command removed (small enough to be applied). */
+  readonly lostBytes?: number;
   readonly ops: readonly UndoEntryOp[];
 }
 
@@ -407,4 +409,11 @@ export function undoLast(store: EffectStore, workspace: string, steps: number): 
   });
   if (r.kind === "held") return r.value;
   return { ok: false, undone: [], refused: r.kind === "busy" ? "another Pi process is applying or undoing in this workspace right now; try again in a moment" : r.message };
+}
+
+/** Content git cannot give back that the applied commands of the last `windowMs` removed. */
+export function recentLoss(store: EffectStore, workspace: string, windowMs: number, now = Date.now()): number {
+  return listUndo(store, workspace)
+    .filter((e) => now - e.manifest.at <= windowMs)
+    .reduce((n, e) => n + (e.manifest.lostBytes ?? 0), 0);
 }
