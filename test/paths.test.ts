@@ -29,7 +29,7 @@ import {
   createWriteToolDefinition,
 } from "@earendil-works/pi-coding-agent";
 import { buildRequest, type ResolvedPath } from "../src/request/canonical.ts";
-import { resolveLikePi, resolvePhysical, resolveReadLikePi, resolveReal } from "../src/request/paths.ts";
+import { PathFacts, resolveLikePi, resolvePhysical, resolveReadLikePi, resolveReal } from "../src/request/paths.ts";
 import { buildPlaces, classifyWrite, isIdentitySecret, isWithin, protectedComponent } from "../src/policy/places.ts";
 import { prepareGate, decide } from "../src/policy/gate.ts";
 import { selfPaths } from "../src/state/locations.ts";
@@ -275,6 +275,111 @@ describe("resolvePhysical: paths as a shell command's system calls walk them", (
   test("absolute paths start at the root; a missing parent of '..' throws as the kernel fails", () => {
     assert.deepEqual(resolvePhysical(fx.ws, `${fx.ws}/link-abs/../ws/plain.txt`), { real: join(fx.ws, "plain.txt"), exists: true });
     assert.throws(() => resolvePhysical(fx.ws, "missing/../plain.txt"));
+  });
+});
+
+describe("PathFacts: one decision's shared look-ups answer exactly as resolveReal and resolvePhysical", () => {
+  const fx = fixture();
+  const rels = [
+    "plain.txt",
+    "sub",
+    "sub/entry-sub",
+    "new/deep/missing/f.ts",
+    "sub/new/deeper/x",
+    "linkout/o.txt",
+    "linkout/new/deep.txt",
+    "link-abs/new.txt",
+    "dangling-abs",
+    "dangling-rel",
+    "chain1",
+    "dangling-dir/x.txt",
+    "linkdir/dangling",
+    "loop",
+    "loopa",
+    "loop/below.txt",
+    "up-missing",
+    "plain.txt/x",
+    "link-to-file",
+    "a b.txt",
+    "",
+  ];
+  const direct = (abs: string) => {
+    try {
+      return resolveReal(abs);
+    } catch {
+      return "throws";
+    }
+  };
+  const shared = (facts: PathFacts, abs: string) => {
+    try {
+      return facts.real(abs);
+    } catch {
+      return "throws";
+    }
+  };
+
+  test("each path, on fresh facts and on facts shared with every other path in either order", () => {
+    const paths = rels.map((r) => (r === "" ? fx.ws : join(fx.ws, r)));
+    const forward = new PathFacts();
+    const backward = new PathFacts();
+    const answers = paths.map((p) => shared(forward, p));
+    const reversed = [...paths].reverse().map((p) => shared(backward, p)).reverse();
+    paths.forEach((p, i) => {
+      const expected = direct(p);
+      assert.deepEqual(shared(new PathFacts(), p), expected, p);
+      assert.deepEqual(answers[i], expected, `${p} (shared, forward)`);
+      assert.deepEqual(reversed[i], expected, `${p} (shared, backward)`);
+    });
+  });
+
+  test("directories given as known keep their real form, and are still looked up", () => {
+    const facts = new PathFacts(new Map([[fx.ws, fx.ws]]));
+    assert.deepEqual(facts.real(join(fx.ws, "sub", "entry-sub")), resolveReal(join(fx.ws, "sub", "entry-sub")));
+    assert.ok(facts.calls >= 1, "the known directory itself is checked");
+    const missing = new PathFacts(new Map([[join(fx.root, "gone"), join(fx.root, "gone")]]));
+    assert.deepEqual(missing.real(join(fx.root, "gone", "x")), { real: join(fx.root, "gone", "x"), exists: false });
+  });
+
+  test("a listing's entry kinds spare their look-ups; symlinks are still followed", () => {
+    const facts = new PathFacts();
+    const names = facts.list(fx.ws) ?? [];
+    assert.ok(names.includes("plain.txt") && names.includes("linkout"));
+    const before = facts.calls;
+    assert.equal(facts.kind(join(fx.ws, "sub")), "directory");
+    assert.equal(facts.kind(join(fx.ws, "linkout")), "symlink");
+    assert.equal(facts.calls, before, "kinds come from the listing");
+    assert.equal(facts.target(join(fx.ws, "linkout")), "directory");
+    assert.deepEqual(facts.real(join(fx.ws, "linkout", "o.txt")), resolveReal(join(fx.ws, "linkout", "o.txt")));
+    assert.equal(facts.list(join(fx.ws, "nope")), null);
+  });
+
+  test("link counts of regular files, through symlinks; none for directories", () => {
+    const facts = new PathFacts();
+    linkSync(join(fx.outside, "target.txt"), join(fx.ws, "hard-target.txt"));
+    assert.equal(facts.fileLinks(join(fx.ws, "hard-target.txt")), 2);
+    assert.equal(facts.fileLinks(join(fx.ws, "link-to-file")), 2, "the symlink leads to the same file");
+    assert.equal(facts.fileLinks(join(fx.ws, "plain.txt")), 1);
+    assert.equal(facts.fileLinks(join(fx.ws, "sub")), undefined);
+    assert.equal(facts.fileLinks(join(fx.ws, "missing")), undefined);
+  });
+
+  test("physical walks match resolvePhysical", () => {
+    const facts = new PathFacts();
+    for (const rel of ["link-abs/../outside/o.txt", "sub/../plain.txt", `${fx.ws}/link-abs/../ws/plain.txt`, "missing/../plain.txt", "linkdir/../ws/sub"]) {
+      let expected: unknown;
+      try {
+        expected = resolvePhysical(fx.ws, rel);
+      } catch {
+        expected = "throws";
+      }
+      let got: unknown;
+      try {
+        got = facts.physical(fx.ws, rel);
+      } catch {
+        got = "throws";
+      }
+      assert.deepEqual(got, expected, rel);
+    }
   });
 });
 

@@ -6,8 +6,8 @@
 // Step 2 follows symlinks the way the kernel will when the tool opens the path, including a
 // dangling symlink whose target a write would create.
 
-import { existsSync, lstatSync, readlinkSync, realpathSync } from "node:fs";
-import { dirname, isAbsolute, join, resolve } from "node:path";
+import { existsSync, lstatSync, readdirSync, readlinkSync, realpathSync, type Stats } from "node:fs";
+import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const UNICODE_SPACES = /[\u00A0\u2000-\u200A\u202F\u205F\u3000]/g;
@@ -106,8 +106,11 @@ function linkTarget(link: string, root: string): string[] {
   return isAbsolute(target) ? [root, ...target.split("/")] : target.split("/");
 }
 
+type Lstat = (p: string) => Stats | undefined;
+const plainLstat: Lstat = (p) => lstatSync(p, { throwIfNoEntry: false });
+
 /** Component by component, the way the kernel walks a path: `..` applies to the real directory reached so far. */
-function walk(base: string, parts: string[], hops: number): RealPath {
+function walk(base: string, parts: string[], hops: number, lstat: Lstat = plainLstat): RealPath {
   let current = base;
   let queue = parts;
   for (let i = 0; i < queue.length; i++) {
@@ -122,7 +125,7 @@ function walk(base: string, parts: string[], hops: number): RealPath {
       continue;
     }
     const next = join(current, part);
-    const st = lstatSync(next, { throwIfNoEntry: false });
+    const st = lstat(next);
     if (!st) {
       const tail = queue.slice(i + 1).filter((p) => p !== "" && p !== ".");
       if (tail.includes("..")) throw new Error(`cannot resolve ".." below ${next}, which does not exist`);
@@ -137,4 +140,149 @@ function walk(base: string, parts: string[], hops: number): RealPath {
     current = next;
   }
   return { real: current, exists: true };
+}
+
+/** What an entry is, without following a symlink at its own name. */
+export type EntryKind = "file" | "directory" | "symlink" | "other";
+
+/**
+ * What one decision learns about paths, each fact read once: the kind of an entry, the real form
+ * (exactly what resolveReal and resolvePhysical answer), directory listings, link counts. A
+ * decision takes the file system as still while it judges one call, so facts are shared by every
+ * path of that call and of its nested scripts; they are never kept from one call to the next.
+ *
+ * The real form of a path that is not a symlink is its parent's real form plus its name, so the
+ * paths of one call share the look-ups of their common ancestors (`src/a.ts src/b.ts` costs three
+ * lstat calls, not two realpath walks), and a path with many missing components below an existing
+ * ancestor costs one look-up per new component. A listing tells the kind of each entry (d_type),
+ * so what a glob matched needs no lstat of its own. `known` names directories whose real form the
+ * caller already holds (the workspace, the home directory); they are still looked up, once, to
+ * check that they exist and are directories.
+ */
+export class PathFacts {
+  /** System calls made so far (for the analysis budget and for tests). */
+  calls = 0;
+  private readonly stats = new Map<string, Stats | null | Error>();
+  /** Kinds learnt from listings, for entries not (yet) looked up with lstat. */
+  private readonly kinds = new Map<string, EntryKind>();
+  private readonly reals = new Map<string, RealPath | Error>();
+  private readonly listings = new Map<string, string[] | null>();
+  private readonly known: ReadonlyMap<string, string>;
+
+  constructor(known: ReadonlyMap<string, string> = new Map()) {
+    this.known = known;
+  }
+
+  /** lstat, or undefined when nothing is there; throws where lstat throws (ELOOP, ENOTDIR, EACCES). */
+  lstat(p: string): Stats | undefined {
+    let st = this.stats.get(p);
+    if (st === undefined) {
+      this.calls++;
+      try {
+        st = lstatSync(p, { throwIfNoEntry: false }) ?? null;
+      } catch (e) {
+        st = e as Error;
+      }
+      this.stats.set(p, st);
+    }
+    if (st instanceof Error) throw st;
+    return st ?? undefined;
+  }
+
+  /** The kind of the entry at `p` (a symlink is not followed), or undefined when there is none. */
+  kind(p: string): EntryKind | undefined {
+    const hint = this.stats.has(p) ? undefined : this.kinds.get(p);
+    if (hint !== undefined) return hint;
+    const st = this.lstat(p);
+    if (!st) return undefined;
+    return st.isSymbolicLink() ? "symlink" : st.isDirectory() ? "directory" : st.isFile() ? "file" : "other";
+  }
+
+  /** resolveReal(absolute), from facts shared with the other paths of this decision. */
+  real(absolute: string): RealPath {
+    const hit = this.reals.get(absolute);
+    if (hit !== undefined) {
+      if (hit instanceof Error) throw hit;
+      return hit;
+    }
+    let r: RealPath | Error;
+    try {
+      r = this.compute(absolute);
+    } catch (e) {
+      r = e as Error;
+    }
+    this.reals.set(absolute, r);
+    if (r instanceof Error) throw r;
+    return r;
+  }
+
+  private compute(p: string): RealPath {
+    const parent = dirname(p);
+    if (parent === p) return { real: p, exists: this.kind(p) !== undefined };
+    const kind = this.kind(p);
+    if (kind === "symlink") {
+      // Symlinks are rare: the kernel's own resolution, uncached.
+      this.calls += 2;
+      return resolveReal(p);
+    }
+    const known = this.known.get(p);
+    if (known !== undefined && kind === "directory") return { real: known, exists: true };
+    const up = this.real(parent);
+    // An existing entry has an existing parent; a missing one keeps the missing part.
+    return { real: join(up.real, basename(p)), exists: kind !== undefined };
+  }
+
+  /** resolvePhysical(base, relative), with the walk's look-ups shared. */
+  physical(base: string, relative: string): RealPath {
+    let start = "/";
+    if (!isAbsolute(relative)) {
+      const b = this.real(base);
+      if (!b.exists) throw new Error(`${base} does not exist`);
+      start = b.real;
+    }
+    return walk(start, relative.split("/"), 0, (q) => this.lstat(q));
+  }
+
+  /** The names in a directory, or null when it cannot be listed; their kinds are kept as facts. */
+  list(dir: string): string[] | null {
+    let names = this.listings.get(dir);
+    if (names === undefined) {
+      this.calls++;
+      try {
+        const entries = readdirSync(dir, { withFileTypes: true });
+        names = [];
+        for (const e of entries) {
+          names.push(e.name);
+          // DT_UNKNOWN (some file systems) tells nothing: such an entry is looked up when asked.
+          const kind: EntryKind | undefined = e.isSymbolicLink() ? "symlink" : e.isDirectory() ? "directory" : e.isFile() ? "file" : undefined;
+          if (kind !== undefined) this.kinds.set(dir === "/" ? `/${e.name}` : `${dir}/${e.name}`, kind);
+        }
+      } catch {
+        names = null;
+      }
+      this.listings.set(dir, names);
+    }
+    return names;
+  }
+
+  /** What `p` leads to (symlinks followed), or undefined when it does not resolve to anything. */
+  target(p: string): EntryKind | undefined {
+    try {
+      const r = this.real(p);
+      return r.exists ? this.kind(r.real) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The link count of the regular file `p` leads to; undefined for anything else. */
+  fileLinks(p: string): number | undefined {
+    try {
+      const r = this.real(p);
+      if (!r.exists || this.kind(r.real) !== "file") return undefined;
+      return this.lstat(r.real)?.nlink;
+    } catch {
+      return undefined;
+    }
+  }
 }
