@@ -415,7 +415,11 @@ const STRESS: readonly StressCase[] = [
   { id: "1,000 nested subshells", build: `"( ".repeat(1000) + "echo hi" + " )".repeat(1000)`, ok: "either", count: 1 },
   { id: "10,000 nested subshells", build: `"( ".repeat(10000) + "echo hi" + " )".repeat(10000)`, ok: "either", count: 1 },
   { id: "1,000 nested $(...)", build: `"echo " + "$(echo ".repeat(1000) + "hi" + ")".repeat(1000)`, ok: "either", count: 1001 },
-  { id: "255 nested $(...)", build: `"echo " + "$(echo ".repeat(255) + "hi" + ")".repeat(255)`, ok: true, count: 256 },
+  // Each level is parsed again from its own text: past MAX_SUBSTITUTION_DEPTH levels the command is not read (too complex to judge quickly).
+  { id: "24 nested $(...)", build: `"echo " + "$(echo ".repeat(24) + "hi" + ")".repeat(24)`, ok: true, count: 25 },
+  { id: "25 nested $(...) (over the nesting bound)", build: `"echo " + "$(echo ".repeat(25) + "hi" + ")".repeat(25)`, ok: false },
+  { id: "255 nested $(...) (over the nesting bound)", build: `"echo " + "$(echo ".repeat(255) + "hi" + ")".repeat(255)`, ok: false },
+  { id: "10 nested $(...) around 60 KB (over the read bound)", build: `"echo " + "$(echo ".repeat(10) + "a ".repeat(30000) + ")".repeat(10)`, ok: false },
   { id: "100,000 '(' (over the cap)", build: `"(".repeat(100000)`, ok: false },
   { id: "60,000 '('", build: `"(".repeat(60000)`, ok: false },
   { id: "30,000 unterminated $(", build: `"$(".repeat(30000)`, ok: false },

@@ -8,7 +8,7 @@ import { classifyWrite, containsIdentitySecret, isIdentitySecret, type Places } 
 import type { RuleSubject } from "./rules.ts";
 import { analyzeShell } from "./shell/analyze.ts";
 import { knownEnvironment, type ShellEnv } from "./shell/env.ts";
-import { extractCommands } from "./shell/parse.ts";
+import { extractCommands, type Extraction } from "./shell/parse.ts";
 import type { CommandClass, ReasonCode } from "./types.ts";
 
 /** Which routing table applies: bash can be sandboxed, file tools cannot. */
@@ -165,15 +165,16 @@ function judgeFileWrite(tool: string, raw: string, lexical: string, real: string
 }
 
 function judgeBash(command: string, ctx: JudgeContext): Judgement {
-  const { verdict } = analyzeShell(command, ctx.shell);
-  // Without rules nothing reads the subject; building it means parsing the command a second time.
-  const subject = ctx.rulesConfigured === false ? { tool: "bash", commands: [], paths: [] } : bashSubject(command, ctx);
+  const { verdict, extraction } = analyzeShell(command, ctx.shell);
+  // Without rules nothing reads the subject. The analysis hands over its reading of the command.
+  const subject = ctx.rulesConfigured === false ? { tool: "bash", commands: [], paths: [] } : bashSubject(command, ctx, extraction);
   return { kind: "bash", cls: verdict.cls, reason: verdict.reason, detail: verdict.detail, subject };
 }
 
 /** The simple commands of a bash call, as rules see them: words joined by single spaces. */
-function bashSubject(command: string, ctx: JudgeContext): RuleSubject {
-  const ex = extractCommands(command, { home: ctx.shell.home, environment: knownEnvironment(ctx.shell) });
+function bashSubject(command: string, ctx: JudgeContext, extraction: Extraction | undefined): RuleSubject {
+  // A reading the analysis cut short (too complex to judge) is done in full: deny rules see every command.
+  const ex = extraction && !(extraction.ok && extraction.truncated) ? extraction : extractCommands(command, { home: ctx.shell.home, environment: knownEnvironment(ctx.shell) });
   if (!ex.ok) return { tool: "bash", commands: [command.trim()], paths: [] };
   const commands = ex.commands.map((c) => c.argv.map((a) => a.value ?? a.text).join(" ")).filter((c) => c.length > 0);
   // Any static word may name a path (`cat secret/x`, `--out=/etc/x`), so every one is a candidate,

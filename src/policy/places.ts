@@ -3,9 +3,9 @@
 // The lists themselves are data (data/paths.json); this module only expands and matches them.
 
 import { existsSync, lstatSync, readFileSync, statSync } from "node:fs";
-import { isAbsolute, join, relative, resolve, sep } from "node:path";
+import { isAbsolute, join, resolve, sep } from "node:path";
 import pathData from "./data/paths.json" with { type: "json" };
-import { resolveReal } from "../request/paths.ts";
+import { PathFacts } from "../request/paths.ts";
 
 export interface PlacesInput {
   /** The session's working directory: the workspace root. */
@@ -34,16 +34,16 @@ export interface Places {
 }
 
 /** The real form of a location, also when it does not exist yet but an ancestor is a symlink. */
-function realOr(p: string): string {
+function realOr(p: string, facts: PathFacts = new PathFacts()): string {
   try {
-    return resolveReal(resolve(p)).real;
+    return facts.real(resolve(p)).real;
   } catch {
     return resolve(p);
   }
 }
 
 /** Both the lexical and the real form of a listed location, so either spelling matches. */
-function expand(entries: readonly string[], home: string, agentDir: string, selfPaths: readonly string[]): string[] {
+function expand(entries: readonly string[], home: string, agentDir: string, selfPaths: readonly string[], facts: PathFacts): string[] {
   const out = new Set<string>();
   for (const entry of entries) {
     const bases =
@@ -56,7 +56,7 @@ function expand(entries: readonly string[], home: string, agentDir: string, self
             : [entry];
     for (const b of bases) {
       out.add(resolve(b));
-      out.add(realOr(b));
+      out.add(realOr(b, facts));
     }
   }
   return [...out];
@@ -88,18 +88,26 @@ function linkedGitDir(workspace: string): string[] {
 export function buildPlaces(input: PlacesInput): Places {
   const home = resolve(input.home);
   const agentDir = resolve(input.agentDir);
+  // One set of path facts for the whole build: the listed locations share their ancestors.
+  const facts = new PathFacts();
   return {
-    workspace: realOr(input.workspace),
+    workspace: realOr(input.workspace, facts),
     workspaceLexical: resolve(input.workspace),
-    tmpRoot: realOr(input.tmpRoot),
+    tmpRoot: realOr(input.tmpRoot, facts),
     home,
-    homeReal: realOr(home),
+    homeReal: realOr(home, facts),
     agentDir,
     gitDirs: linkedGitDir(input.workspace),
-    identitySecrets: expand(pathData.identitySecrets, home, agentDir, input.selfPaths),
-    persistence: expand(pathData.persistence, home, agentDir, input.selfPaths),
-    selfProtected: expand(pathData.selfProtected, home, agentDir, input.selfPaths),
+    identitySecrets: expand(pathData.identitySecrets, home, agentDir, input.selfPaths, facts),
+    persistence: expand(pathData.persistence, home, agentDir, input.selfPaths, facts),
+    selfProtected: expand(pathData.selfProtected, home, agentDir, input.selfPaths, facts),
   };
+}
+
+/** relative(parent, child) for a normalized `child` that isWithin `parent`, without resolving either again. */
+export function below(parent: string, child: string): string {
+  if (child === parent) return "";
+  return child.slice(parent.endsWith(sep) ? parent.length : parent.length + 1);
 }
 
 /** True when `child` is `parent` or below it. `/ws-evil` is not inside `/ws`. */
@@ -122,8 +130,27 @@ const REGENERABLE = new Set(pathData.regenerableDirs.map(lower));
 const IGNORABLE = /[\u200C-\u200F\u202A-\u202E\u206A-\u206F\uFEFF]/g;
 const fold = (part: string) => lower(part.replace(IGNORABLE, "")).replace(/[. ]+$/, "");
 
+/**
+ * A bounded memo for pure string functions the gate calls on every path (no file system behind
+ * them, so nothing can go stale): cleared whole when full.
+ */
+function memo<T>(fn: (s: string) => T, size = 4096): (s: string) => T {
+  const cache = new Map<string, T>();
+  return (s) => {
+    let v = cache.get(s);
+    if (v === undefined && !cache.has(s)) {
+      v = fn(s);
+      if (cache.size >= size) cache.clear();
+      cache.set(s, v);
+    }
+    return v as T;
+  };
+}
+
 /** Whether a path relative to a writable root names or lies under a protected entry. */
-export function protectedComponent(rel: string): string | undefined {
+export const protectedComponent = memo(protectedComponentOf);
+
+function protectedComponentOf(rel: string): string | undefined {
   if (rel === "" || rel.startsWith("..")) return undefined;
   const parts = rel.split(sep).map(fold);
   for (let i = 0; i < parts.length; i++) {
@@ -141,18 +168,21 @@ export function isRegenerableName(name: string): boolean {
   return REGENERABLE.has(lower(name));
 }
 
+// Every listed device lies below /dev or /proc (paths.json): other paths need no pattern tested.
+const DEVICE_AREA = /^\/(dev|proc)\//;
+
 export function isRawDevice(p: string): boolean {
-  return RAW_DEVICES.some((r) => r.test(p));
+  return DEVICE_AREA.test(p) && RAW_DEVICES.some((r) => r.test(p));
 }
 
 export function isHarmlessDevice(p: string): boolean {
-  return HARMLESS_DEVICES.some((r) => r.test(p));
+  return DEVICE_AREA.test(p) && HARMLESS_DEVICES.some((r) => r.test(p));
 }
 
 const underAny = (list: readonly string[], p: string) => list.some((entry) => isWithin(entry, p));
 
 /** A whole path with every component folded: how a case-insensitive, HFS+-style file system compares names. */
-const foldPath = (p: string) => p.split(sep).map(fold).join(sep);
+const foldPath = memo((p: string) => p.split(sep).map(fold).join(sep));
 const foldedCache = new WeakMap<readonly string[], readonly string[]>();
 /** Under a listed location under any spelling a case-insensitive file system treats as the same. */
 function underAnyFolded(list: readonly string[], p: string): boolean {
@@ -174,7 +204,12 @@ export type WriteTarget =
   | { readonly kind: "hardlinked" }
   | { readonly kind: "outside" };
 
-export function classifyWrite(places: Places, lexical: string, real: string): WriteTarget {
+/** How a caller that already looked paths up tells a regular file's link count (symlinks followed); statSync otherwise. */
+export interface StatSource {
+  fileLinks(p: string): number | undefined;
+}
+
+export function classifyWrite(places: Places, lexical: string, real: string, facts?: StatSource): WriteTarget {
   const both = [lexical, real];
   if (both.some((p) => underAnyFolded(places.selfProtected, p))) return { kind: "self" };
   if (both.some(isHarmlessDevice)) return { kind: "harmless-device" };
@@ -186,11 +221,11 @@ export function classifyWrite(places: Places, lexical: string, real: string): Wr
   ];
   for (const [name, root] of roots) {
     if (!isWithin(root, real)) continue;
-    const rel = relative(root, real);
-    const lexRel = isWithin(places.workspaceLexical, lexical) ? relative(places.workspaceLexical, lexical) : "";
+    const rel = below(root, real);
+    const lexRel = isWithin(places.workspaceLexical, lexical) ? below(places.workspaceLexical, lexical) : "";
     const entry = protectedComponent(rel) ?? protectedComponent(lexRel);
     if (entry) return { kind: "protected", entry };
-    if (hasOtherHardLinks(real)) return { kind: "hardlinked" };
+    if (hasOtherHardLinks(real, facts)) return { kind: "hardlinked" };
     return { kind: "inside", root: name, rel };
   }
   if (both.some((p) => underAny(places.persistence, p))) return { kind: "persistence" };
@@ -211,7 +246,8 @@ export function containsIdentitySecret(places: Places, lexical: string, real: st
   return [lexical, real].some((dir) => places.identitySecrets.some((s) => isWithin(dir, s)));
 }
 
-function hasOtherHardLinks(p: string): boolean {
+function hasOtherHardLinks(p: string, facts: StatSource | undefined): boolean {
+  if (facts) return (facts.fileLinks(p) ?? 1) > 1;
   try {
     const st = statSync(p, { throwIfNoEntry: false });
     return st !== undefined && st.isFile() && st.nlink > 1;

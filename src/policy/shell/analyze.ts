@@ -4,13 +4,29 @@
 
 import { basename, dirname, resolve } from "node:path";
 import { isHarmlessDevice } from "../places.ts";
-import { isDownloaded, judgeRead, knownEnvironment, judgeWrite, markDownloaded, newScriptState, type ScriptState, type ShellEnv } from "./env.ts";
+import {
+  isDownloaded,
+  judgeRead,
+  judgeWrite,
+  knownEnvironment,
+  markDownloaded,
+  MAX_CWDS,
+  newBudget,
+  newScriptState,
+  setCwds,
+  spend,
+  TooComplex,
+  type BudgetOptions,
+  type ScriptState,
+  type ShellEnv,
+} from "./env.ts";
 import { finding, strictest, type Finding } from "./finding.ts";
 import { FILE_HANDLERS, foundPaths, judgeFoundRemoval, judgeReadOperands, outputFindings } from "./handlers/files.ts";
 import { commandOptionFindings, EXEC_HANDLERS, npx, xargs } from "./handlers/exec.ts";
 import { git } from "./handlers/git.ts";
 import { staticArg, type Analyzer, type Invocation } from "./invocation.ts";
-import { extractCommands, type Arg, type Link, type Redir, type SimpleCommand } from "./parse.ts";
+import { commandSteps, extractCommands, type Arg, type Extraction, type Link, type Redir, type SimpleCommand } from "./parse.ts";
+import { CLASS_RANK } from "../types.ts";
 import {
   CODE_LOADING_ENV,
   COMMAND_ALIASES,
@@ -37,13 +53,32 @@ const TRUNCATING_OPS = new Set([">", ">|", "&>"]);
 export interface ShellAnalysis {
   readonly verdict: Finding;
   readonly findings: readonly Finding[];
+  /** The top-level script's commands and words, for the rule subject (undefined when it did not parse). */
+  readonly extraction: Extraction | undefined;
+  /** Budget steps the analysis spent (see ANALYSIS_STEPS). */
+  readonly steps: number;
+  /** File system calls the analysis made. */
+  readonly fsCalls: number;
 }
 
-export function analyzeShell(src: string, env: ShellEnv): ShellAnalysis {
-  const findings = withHookRunsContained(analyzeScript(src, env, undefined, 0));
+export function analyzeShell(src: string, env: ShellEnv, budget: BudgetOptions = {}): ShellAnalysis {
+  const state = newScriptState(env, newBudget(budget));
+  const top: { extraction?: Extraction } = {};
+  let findings: Finding[];
+  try {
+    findings = withHookRunsContained(analyzeScript(src, env, state, 0, undefined, top));
+  } catch (e) {
+    if (!(e instanceof TooComplex)) throw e;
+    // Whatever was already found to be catastrophic stays denied; the rest is not judged further.
+    const worst = state.budget.worst;
+    findings = [worst?.cls === "deny" ? worst : finding("review", "shell-unparseable", `the command is too complex to judge quickly: ${e.message}`)];
+  }
   const verdict = strictest(findings) ?? finding("read", "read-only", "does nothing");
-  return { verdict, findings };
+  return { verdict, findings, extraction: top.extraction, steps: state.budget.total - state.budget.left, fsCalls: state.facts.calls };
 }
+
+/** Steps a nested script costs before it is parsed: a step per 8 bytes. */
+const parseSteps = (src: string) => 1 + (src.length >> 3);
 
 /**
  * A reviewed hook-running git command runs outside the sandbox (the sandbox keeps .git read-only).
@@ -56,14 +91,16 @@ function withHookRunsContained(findings: Finding[]): Finding[] {
   return findings.map((f) => (f.reason === "git-hooks" ? finding("contain", "sandboxed", `${f.detail}; with the rest of the command it runs inside the sandbox`) : f));
 }
 
-function analyzeScript(src: string, env: ShellEnv, outer: ScriptState | undefined, depth: number, positional?: readonly Arg[]): Finding[] {
+function analyzeScript(src: string, env: ShellEnv, state: ScriptState, depth: number, positional?: readonly Arg[], top?: { extraction?: Extraction }): Finding[] {
   if (depth > MAX_SCRIPT_DEPTH) return [finding("review", "dynamic-command", "nested shell scripts deeper than the gate reads")];
-  const ex = extractCommands(src, { home: env.home, environment: knownEnvironment(env), positional });
+  // The top-level script is bounded by the size cap; each nested one is paid for, as it may repeat.
+  if (depth > 0) spend(state, parseSteps(src), "reading nested scripts");
+  const ex = extractCommands(src, { home: env.home, environment: knownEnvironment(env), positional, limit: Math.max(0, state.budget.left) });
+  if (top) top.extraction = ex;
   if (!ex.ok) return [finding("review", "shell-unparseable", `the command cannot be read statically: ${ex.reason}`)];
-  const state = outer ?? newScriptState(env);
   const out: Finding[] = [];
   for (const f of ex.functions) state.functions.add(f.name);
-  state.words.push(...ex.words);
+  for (const w of ex.words) state.words.push(w);
   // The instance metadata service hands any local process the machine's cloud credentials.
   for (const w of ex.words) {
     const host = w.value === null ? undefined : credentialEndpoint(w.value);
@@ -76,14 +113,16 @@ function analyzeScript(src: string, env: ShellEnv, outer: ScriptState | undefine
   if (secretVar !== undefined) state.secretSource ??= `$${secretVar}`;
 
   // A function that calls itself through a pipe or in the background multiplies without bound.
-  for (const fn of ex.functions) {
-    const selfCalls = ex.commands.filter((c) => c.inFunction === fn.name && c.argv[0]?.value === fn.name);
-    if (selfCalls.some((c) => c.background || c.pipeline >= 0)) out.push(finding("deny", "hard-deny", `fork bomb: function ${fn.name} spawns copies of itself`));
-  }
+  const bombs = new Set<string>();
+  for (const c of ex.commands) if (c.inFunction !== undefined && c.argv[0]?.value === c.inFunction && (c.background || c.pipeline >= 0)) bombs.add(c.inFunction);
+  for (const fn of ex.functions) if (bombs.has(fn.name)) out.push(finding("deny", "hard-deny", `fork bomb: function ${fn.name} spawns copies of itself`));
 
   // An endless loop that starts background jobs and never waits for them multiplies without bound too.
-  const spawning = ex.commands.find((c) => c.spawnedInLoop && !ex.commands.some((w) => w.endlessLoop === c.endlessLoop && w.argv[0]?.value === "wait"));
+  const waited = new Set<number | undefined>();
+  for (const w of ex.commands) if (w.argv[0]?.value === "wait") waited.add(w.endlessLoop);
+  const spawning = ex.commands.find((c) => c.spawnedInLoop && !waited.has(c.endlessLoop));
   if (spawning) out.push(finding("deny", "hard-deny", "fork bomb: an endless loop starts background jobs without waiting for them"));
+  keepWorst(state, out);
 
   const an: Analyzer = {
     env,
@@ -96,25 +135,47 @@ function analyzeScript(src: string, env: ShellEnv, outer: ScriptState | undefine
     argv: (args, source, piped) => argvFindings(args, source, piped, an, undefined),
   };
 
+  // The stage before each pipeline stage, found once (a stage may hold several commands: the first counts).
+  const producers = new Map<string, SimpleCommand>();
+  for (const c of ex.commands) {
+    if (c.pipeline < 0) continue;
+    const key = `${c.pipeline}:${c.stage}`;
+    if (!producers.has(key)) producers.set(key, c);
+  }
+  const producerOf = (c: SimpleCommand) => (c.stage === 0 || c.pipeline < 0 ? undefined : producers.get(`${c.pipeline}:${c.stage - 1}`));
+
   let pending: PendingCd | undefined;
   for (const cmd of ex.commands) {
+    spend(state, commandSteps(cmd.argv.length) + (cmd.pipeline >= 0 ? 1 : 0), "judging its commands");
+    const from = out.length;
     pending = settleCd(pending, cmd, state);
     out.push(...assignmentFindings(cmd));
     out.push(...redirectFindings(cmd.redirs, an, cmd));
-    const text = pipedText(cmd, ex.commands);
+    const producer = producerOf(cmd);
+    const text = pipedText(cmd, producer);
     if (text !== undefined) state.pipedText.set(cmd, text);
-    const fed = xargsFeed(cmd, ex.commands);
+    const fed = xargsFeed(cmd, producer);
     out.push(...argvFindings(cmd.argv, cmd, cmd.stage > 0, an, fed));
     const moved = trackDirectory(cmd, state, env.home);
     if (moved === "unknown") pending = settleCd(pending, undefined, state);
-    else if (moved && cmd.link) pending = startCd(pending, cmd.link, moved);
+    else if (moved && cmd.link) pending = startCd(pending, cmd.link, moved, state);
+    keepWorst(state, out, from);
   }
+  // The reading stopped where the commands would cost more than the budget holds.
+  if (ex.truncated) throw new TooComplex(`judging its commands takes more than the ${state.budget.total} steps the gate spends on one command`);
   settleCd(pending, undefined, state);
   out.push(...redirectFindings(ex.compoundRedirs, an, undefined));
+  keepWorst(state, out);
 
   if (state.secretSource !== undefined && state.network !== undefined)
     out.push(finding("review", "secret-egress", `sends data from ${state.secretSource} over the network (${state.network})`));
   return out;
+}
+
+/** Remembers the strictest of the findings from `from` on, in case the analysis stops before its end. */
+function keepWorst(state: ScriptState, out: readonly Finding[], from = 0): void {
+  const b = state.budget;
+  for (let i = from; i < out.length; i++) if (!b.worst || CLASS_RANK[out[i]!.cls] > CLASS_RANK[b.worst.cls]) b.worst = out[i];
 }
 
 function assignmentFindings(cmd: SimpleCommand): Finding[] {
@@ -166,11 +227,10 @@ function socketRedirect(target: string, an: Analyzer, cmd: SimpleCommand | undef
 }
 
 /** `echo a b | xargs cmd` feeds known words, `find | xargs cmd` what find selects; other producers unknown ones. */
-function xargsFeed(cmd: SimpleCommand, all: readonly SimpleCommand[]): Arg[] | undefined {
+function xargsFeed(cmd: SimpleCommand, producer: SimpleCommand | undefined): Arg[] | undefined {
   const given = givenInput(cmd);
   if (given !== undefined) return given === null ? undefined : splitWords(given);
   if (cmd.stage === 0 || cmd.pipeline < 0) return undefined;
-  const producer = all.find((c) => c.pipeline === cmd.pipeline && c.stage === cmd.stage - 1);
   const name = producer?.argv[0]?.value;
   if (producer && name === "find" && !producer.argv.some((a) => a.value === null)) return foundPaths(producer.argv.slice(1));
   if (!producer || (name !== "echo" && name !== "printf") || producer.argv.some((a) => a.value === null)) return undefined;
@@ -186,9 +246,8 @@ function xargsFeed(cmd: SimpleCommand, all: readonly SimpleCommand[]): Arg[] | u
  * (no conversions), or `cat` of a static here-document. A shell reading it runs a script as
  * readable as a here-document; anything else on its input is code the gate cannot see.
  */
-function pipedText(cmd: SimpleCommand, all: readonly SimpleCommand[]): string | undefined {
+function pipedText(cmd: SimpleCommand, producer: SimpleCommand | undefined): string | undefined {
   if (cmd.stage === 0 || cmd.pipeline < 0) return undefined;
-  const producer = all.find((c) => c.pipeline === cmd.pipeline && c.stage === cmd.stage - 1);
   if (!producer || producer.argv.some((a) => a.value === null || a.glob)) return undefined;
   const [name, ...words] = producer.argv.map((a) => a.value!);
   if (name === "cat" && words.length === 0) {
@@ -233,9 +292,20 @@ interface PendingCd {
   readonly after: ReadonlyArray<string | null>;
 }
 
+/** The union of lists of possible cwds, in order of first appearance; bounded by setCwds' cap. */
+function union(...lists: ReadonlyArray<ReadonlyArray<string | null>>): Array<string | null> {
+  const out = new Set<string | null>();
+  for (const l of lists) for (const c of l) out.add(c);
+  return [...out];
+}
+
 /** A cd joined by `&&` to an earlier one: if the first failed, neither ran. */
-function startCd(pending: PendingCd | undefined, link: Link, moved: { before: Array<string | null>; after: Array<string | null> }): PendingCd {
-  return { link, before: [...new Set([...(pending?.before ?? []), ...moved.before])], after: moved.after };
+function startCd(pending: PendingCd | undefined, link: Link, moved: { before: Array<string | null>; after: Array<string | null> }, state: ScriptState): PendingCd {
+  const before = pending ? union(pending.before, moved.before) : moved.before;
+  // Where the list may stop is where the script may go on: as bounded as the cwds themselves.
+  if (before.length > MAX_CWDS) throw new TooComplex(`the command changes directory in more than ${MAX_CWDS} possible ways`);
+  spend(state, before.length, "following cd");
+  return { link, before, after: moved.after };
 }
 
 function settleCd(pending: PendingCd | undefined, cmd: SimpleCommand | undefined, state: ScriptState): PendingCd | undefined {
@@ -244,11 +314,11 @@ function settleCd(pending: PendingCd | undefined, cmd: SimpleCommand | undefined
   const p = pending.link;
   if (l && l.chain === p.chain && l.index === p.index) return pending; // still inside the element holding the cd
   if (l && l.chain === p.chain && l.index > p.index && l.andFrom <= p.index) {
-    state.cwds = [...pending.after];
+    setCwds(state, [...pending.after]);
     return pending;
   }
   // Past the list (or past an `||`): the cd may have failed, so both sides are possible.
-  state.cwds = [...new Set([...pending.before, ...pending.after, ...state.cwds])];
+  setCwds(state, union(pending.before, pending.after, state.cwds));
   return undefined;
 }
 
@@ -264,13 +334,13 @@ function trackDirectory(
   // A bare `cd` goes home; `cd -` and `popd` go back to a directory the gate does not track.
   const to = name === "cd" && args.length === 0 ? home : args[0]?.value;
   if (name === "popd" || to === undefined || to === null || to === "-") {
-    state.cwds = [...state.cwds, null];
+    setCwds(state, union(state.cwds, [null]));
     return "unknown";
   }
   const before = state.cwds;
-  const after = [...new Set(before.map((c) => (c === null ? null : resolve(c, to))))];
+  const after = union(before.map((c) => (c === null ? null : resolve(c, to))));
   // Subshells and `||` make the change conditional, so the old directories stay possible.
-  state.cwds = [...new Set([...before, ...after])];
+  setCwds(state, union(before, after));
   return { before, after };
 }
 

@@ -2,7 +2,7 @@
 
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
-import { resolvePhysical, resolveReal } from "../../request/paths.ts";
+import { PathFacts } from "../../request/paths.ts";
 import {
   classifyWrite,
   containsIdentitySecret,
@@ -34,11 +34,11 @@ export interface ShellEnv {
  * empty, and reading it as the agent dir is the stricter of the two.
  */
 export function knownEnvironment(env: ShellEnv): ReadonlyMap<string, string> {
-  let known = environmentCache.get(env);
-  if (!known) environmentCache.set(env, (known = new Map([["PI_CODING_AGENT_DIR", env.places.agentDir]])));
+  let known = environmentCache.get(env.places);
+  if (!known) environmentCache.set(env.places, (known = new Map([["PI_CODING_AGENT_DIR", env.places.agentDir]])));
   return known;
 }
-const environmentCache = new WeakMap<ShellEnv, ReadonlyMap<string, string>>();
+const environmentCache = new WeakMap<Places, ReadonlyMap<string, string>>();
 
 /** Facts gathered while walking one script, in source order. */
 export interface ScriptState {
@@ -60,9 +60,92 @@ export interface ScriptState {
   readonly pipedText: Map<SimpleCommand, string>;
   /** Symlink resolutions already done for this decision: the file system is taken as still for its duration. */
   readonly resolved: Map<string, { real: string; exists: boolean } | null>;
+  /** lstat, real forms and listings read for this decision, shared by all its paths and nested scripts. */
+  readonly facts: PathFacts;
+  /** What the analysis of this decision may still spend (shared with nested scripts). */
+  readonly budget: Budget;
 }
 
-export function newScriptState(env: ShellEnv, functions: Iterable<string> = []): ScriptState {
+/**
+ * The bound on the work one decision spends on a shell command, in steps of about a microsecond
+ * on a developer machine: a simple command and its words, a path looked up from one candidate cwd,
+ * a file system call (a few steps), a write judged, a few bytes of a nested script to parse. A
+ * command that needs more is not judged further: it goes to review, saying it is too complex to
+ * judge quickly (about 4 ms of analysis, after at most 64 KB were parsed). The count decides, so
+ * the same command is judged the same way on a busy machine. The wall-clock deadline (from the
+ * start of the analysis, parsing included) only backs the count up, for a shape the count would
+ * underrate; it is checked once a thousand steps were spent, so no ordinary command (a few dozen
+ * steps) can be cut short by a scheduler pause.
+ */
+export const ANALYSIS_STEPS = 4000;
+export const ANALYSIS_DEADLINE_MS = 20;
+const DEADLINE_AFTER_STEPS = 1000;
+/** Directories a `cd` may have left the script in, at most; and the longest path a cwd may be. */
+export const MAX_CWDS = 32;
+const MAX_CWD_LENGTH = 4096;
+
+export interface Budget {
+  /** Steps left; below zero the analysis stops. */
+  left: number;
+  readonly total: number;
+  readonly deadlineMs: number;
+  /** performance.now() past which the analysis stops. */
+  readonly deadline: number;
+  /** The strictest finding reached so far, kept when the analysis stops early. */
+  worst: Finding | undefined;
+}
+
+export interface BudgetOptions {
+  readonly steps?: number;
+  readonly deadlineMs?: number;
+}
+
+export function newBudget(opts: BudgetOptions = {}): Budget {
+  const total = opts.steps ?? ANALYSIS_STEPS;
+  const deadlineMs = opts.deadlineMs ?? ANALYSIS_DEADLINE_MS;
+  return { left: total, total, deadlineMs, deadline: performance.now() + deadlineMs, worst: undefined };
+}
+
+
+/** Thrown when the budget is spent: the command is judged as too complex to judge quickly. */
+export class TooComplex extends Error {}
+
+/** Spend `steps` of the decision's budget on `what`; throws TooComplex past the bound. */
+export function spend(state: ScriptState, steps: number, what: string): void {
+  const b = state.budget;
+  b.left -= steps;
+  if (b.left < 0) throw new TooComplex(`${what} takes more than the ${b.total} steps the gate spends on one command`);
+  if (b.total - b.left >= DEADLINE_AFTER_STEPS && performance.now() > b.deadline)
+    throw new TooComplex(`${what} takes more than the ${b.deadlineMs} ms the gate spends on one command`);
+}
+
+/** Where a `cd` may have left the script: too many possibilities, or an absurdly deep one, are not followed. */
+export function setCwds(state: ScriptState, cwds: Array<string | null>): void {
+  if (cwds.length > MAX_CWDS) throw new TooComplex(`the command changes directory in more than ${MAX_CWDS} possible ways`);
+  for (const c of cwds) if (c !== null && c.length > MAX_CWD_LENGTH) throw new TooComplex(`the command changes into a directory deeper than the gate follows`);
+  spend(state, cwds.length, "following cd");
+  state.cwds = cwds;
+}
+
+/** The places' real forms a decision may start from: the workspace and the home directory. */
+function knownDirectories(env: ShellEnv): ReadonlyMap<string, string> {
+  let known = knownCache.get(env.places);
+  if (!known) {
+    const p = env.places;
+    known = new Map([
+      [p.workspaceLexical, p.workspace],
+      [p.workspace, p.workspace],
+      [p.tmpRoot, p.tmpRoot],
+      [p.home, p.homeReal],
+      [p.homeReal, p.homeReal],
+    ]);
+    knownCache.set(env.places, known);
+  }
+  return known;
+}
+const knownCache = new WeakMap<Places, ReadonlyMap<string, string>>();
+
+export function newScriptState(env: ShellEnv, budget: Budget = newBudget(), functions: Iterable<string> = []): ScriptState {
   return {
     cwds: [env.cwd],
     downloads: new Set(),
@@ -74,6 +157,8 @@ export function newScriptState(env: ShellEnv, functions: Iterable<string> = []):
     resolved: new Map(),
     words: [],
     secretWord: { checked: 0, found: undefined },
+    facts: new PathFacts(knownDirectories(env)),
+    budget,
   };
 }
 
@@ -98,8 +183,10 @@ export function locate(state: ScriptState, value: string): Located[] | null {
     if (/^\/proc\/[^/]+\/(?:task\/[^/]+\/)?(?:cwd|root)(\/|$)/.test(v) || /^\/proc(\/[^/]+)*\/\.\.(\/|$)/.test(v)) return null;
   }
   const out: Located[] = [];
+  const facts = state.facts;
   for (const cwd of isAbsolute(value) ? ["/"] : state.cwds) {
     if (cwd === null) return null;
+    const calls = facts.calls;
     const lexical = resolve(cwd, value);
     const target = throughLinks(state, lexical);
     // A `..` may climb out of a symlink's target: only the kernel's own walk says where it lands.
@@ -108,17 +195,22 @@ export function locate(state: ScriptState, value: string): Located[] | null {
     let r = state.resolved.get(key);
     if (r === undefined) {
       try {
-        r = physical ? resolvePhysical(cwd, value) : resolveReal(target);
+        r = physical ? facts.physical(cwd, value) : facts.real(target);
       } catch {
         r = null;
       }
       state.resolved.set(key, r);
     }
+    spend(state, 1 + FS_STEPS * (facts.calls - calls), "looking paths up");
     if (r === null) return null;
     out.push({ lexical, real: r.real, exists: r.exists });
   }
   return out;
 }
+
+/** Steps one file system call costs; judging one place a write or removal may land. */
+export const FS_STEPS = 3;
+export const WRITE_STEPS = 2;
 
 /** Marks what a static path may name as downloaded: running anything at or below it runs remote code. */
 export function markDownloaded(state: ScriptState, value: string | null): void {
@@ -129,11 +221,14 @@ export function markDownloaded(state: ScriptState, value: string | null): void {
 /** Whether a static path is, or lies below, something this script downloaded. */
 export function isDownloaded(state: ScriptState, value: string | null): boolean {
   if (value === null || state.downloads.size === 0) return false;
+  spend(state, state.downloads.size >> 3, "checking downloads");
   return (locate(state, value) ?? []).some((p) => [...state.downloads].some((d) => isWithin(d, p.real)));
 }
 
 /** A path below a link this script created resolves through the link, although the link does not exist yet. */
 function throughLinks(state: ScriptState, p: string): string {
+  if (state.links.size === 0) return p;
+  spend(state, state.links.size >> 2, "following the links the command creates");
   for (let hops = 0; hops < 8; hops++) {
     let next: string | undefined;
     for (const [link, target] of state.links) {
@@ -182,18 +277,16 @@ export function expandGlob(state: ScriptState, pattern: string): Located[] | nul
   const re = globToRegExp(basename(pattern));
   const out: Located[] = [];
   for (const base of bases) {
-    let names: string[] = [];
-    try {
-      names = readdirSync(base.real);
-    } catch {
-      names = [];
-    }
+    const calls = state.facts.calls;
+    const names = state.facts.list(base.real) ?? [];
+    spend(state, FS_STEPS * (state.facts.calls - calls) + (names.length >> 2), "expanding globs");
     for (const name of names) {
       // Like bash without dotglob: a leading "." must be matched explicitly.
       if (name.startsWith(".") && !basename(pattern).startsWith(".")) continue;
       if (!re.test(name)) continue;
-      const lexical = join(base.lexical, name);
-      const real = join(base.real, name);
+      // A listed name holds no "/": joining is concatenation.
+      const lexical = base.lexical === "/" ? `/${name}` : `${base.lexical}/${name}`;
+      const real = base.real === "/" ? `/${name}` : `${base.real}/${name}`;
       out.push({ lexical, real, exists: true });
     }
     out.push({ lexical: base.lexical, real: base.real, exists: base.exists });
@@ -206,11 +299,12 @@ export function judgeWrite(env: ShellEnv, state: ScriptState, arg: Arg, what: st
   if (arg.value === null) return finding("contain", "outside-writable-roots", `${what} a path only known at run time (${arg.text})`);
   const places = arg.glob ? expandGlob(state, arg.value) : locate(state, arg.value);
   if (!places) return finding("contain", "outside-writable-roots", `${what} ${arg.value} relative to an unknown directory`);
-  return strictest(places.map((p) => writeFinding(env, p, arg.value!, what))) ?? finding("read", "read-only", `${what} nothing`);
+  spend(state, WRITE_STEPS * places.length, "judging writes");
+  return strictest(places.map((p) => writeFinding(env, p, arg.value!, what, state.facts))) ?? finding("read", "read-only", `${what} nothing`);
 }
 
-export function writeFinding(env: ShellEnv, p: Located, shown: string, what: string): Finding {
-  const target = classifyWrite(env.places, p.lexical, p.real);
+export function writeFinding(env: ShellEnv, p: Located, shown: string, what: string, facts?: PathFacts): Finding {
+  const target = classifyWrite(env.places, p.lexical, p.real, facts);
   switch (target.kind) {
     case "self":
       return finding("deny", "self-protection", `${what} ${shown}, which holds auto mode's own configuration or state`);
@@ -277,11 +371,12 @@ function holdsSecret(env: ShellEnv, state: ScriptState, value: string): boolean 
  * names a directory above a secret, which only a recursive reader reaches.
  */
 export function globMayNameSecret(env: ShellEnv, state: ScriptState, pattern: string, recursive: boolean): boolean {
+  const secrets = secretParts(env.places.identitySecrets);
   for (const cwd of isAbsolute(pattern) ? ["/"] : state.cwds) {
     if (cwd === null) return false;
+    spend(state, 2, "matching globs with identity secrets");
     const parts = resolve(cwd, pattern).split("/").filter(Boolean).map(globToRegExp);
-    for (const secret of env.places.identitySecrets) {
-      const s = secret.split("/").filter(Boolean);
+    for (const s of secrets) {
       const n = Math.min(parts.length, s.length);
       let match = true;
       for (let i = 0; i < n && match; i++) match = parts[i]!.test(s[i]!);
@@ -289,6 +384,13 @@ export function globMayNameSecret(env: ShellEnv, state: ScriptState, pattern: st
     }
   }
   return false;
+}
+
+const secretPartsCache = new WeakMap<readonly string[], readonly (readonly string[])[]>();
+function secretParts(list: readonly string[]): readonly (readonly string[])[] {
+  let parts = secretPartsCache.get(list);
+  if (!parts) secretPartsCache.set(list, (parts = list.map((secret) => secret.split("/").filter(Boolean))));
+  return parts;
 }
 
 /** True when every candidate location of a static path lies inside the workspace. */

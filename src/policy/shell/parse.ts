@@ -6,8 +6,8 @@
 // unterminated here-document as an error although bash only warns about it.
 
 import { forEachChild, parse } from "unbash";
-import type { Command, Redirection, SyntaxNode } from "unbash";
-import { commandWords, dynamicBody, Scope, wordArg, type Arg } from "./words.ts";
+import type { Command, Redirection, SyntaxNode, Word } from "unbash";
+import { commandWords, dynamicBody, isSingleWord, Scope, wordArg, type Arg } from "./words.ts";
 
 export type { Arg, FoundPath } from "./words.ts";
 
@@ -65,6 +65,8 @@ export type Extraction =
       readonly words: readonly Arg[];
       /** Names of the variables the script expands (`$X`, `${X:-y}`), quoted or not. */
       readonly expansions: readonly string[];
+      /** Reading stopped at `limit`: only the commands before that point are here. */
+      readonly truncated: boolean;
     }
   | { readonly ok: false; readonly reason: string };
 
@@ -75,10 +77,21 @@ export interface ExtractOptions {
   readonly environment?: ReadonlyMap<string, string>;
   /** The script's $0, $1, ... when it is run as `sh -c SCRIPT ARG0 ARG1 ...`. */
   readonly positional?: readonly Arg[];
+  /**
+   * Stop reading once the commands read would cost the analysis more than this many steps (see
+   * commandSteps): it could not judge the rest within its budget anyway. The extraction is then
+   * `truncated`, holding the commands up to that point.
+   */
+  readonly limit?: number;
 }
 
+/** The steps the analysis spends on a simple command, whatever the command does: one, and one per two words. */
+export function commandSteps(words: number): number {
+  return 1 + ((words + 1) >> 1);
+}
+
+/** Where a node sits: shared by every node with the same context (the walk allocates one only when something changes). */
 interface Frame {
-  readonly node: SyntaxNode;
   readonly pipeline: number;
   readonly stage: number;
   readonly inSubstitution: boolean;
@@ -133,30 +146,103 @@ function trackAssignments(n: Command, argv: readonly Arg[], scope: Scope, certai
   }
 }
 
+const NO_REDIRS: readonly Redir[] = [];
+const NEVER = () => false;
+const ALWAYS = () => true;
+const FIRST = (i: number) => i === 0;
+
 /** Whether the children of a node run exactly once, in order, in the same shell as the node. */
 function certainChildren(n: SyntaxNode, frame: Frame): (index: number) => boolean {
-  if (!frame.certain) return () => false;
+  if (!frame.certain) return NEVER;
   switch (n.type) {
     case "Script":
     case "CompoundList":
     case "BraceGroup":
     case "Redirected":
     case "Command":
-      return () => true;
+      return ALWAYS;
     case "Statement":
-      return () => n.background !== true;
+      return n.background !== true ? ALWAYS : NEVER;
     case "AndOr":
-      return (i) => i === 0; // later commands of `a && b || c` may not run
+      return FIRST; // later commands of `a && b || c` may not run
     case "Pipeline":
-      return () => n.commands.length <= 1; // every stage of a real pipeline runs in a subshell
+      return n.commands.length <= 1 ? ALWAYS : NEVER; // every stage of a real pipeline runs in a subshell
     default:
-      return () => false;
+      return NEVER;
   }
+}
+
+/**
+ * unbash parses each command substitution when it is first walked into, from its own text, so a
+ * character nested d substitutions deep is read d times: nesting costs depth times size. Past
+ * these bounds a command is not read at all (it is too complex to judge quickly). Real commands
+ * nest a few levels; unbash itself stops near 250.
+ */
+export const MAX_SUBSTITUTION_DEPTH = 24;
+/** The most characters all levels together may make the parser read: four times the size cap. */
+export const MAX_SUBSTITUTION_READS = 4 * MAX_SHELL_BYTES;
+
+/**
+ * How deep command and process substitutions nest, and how many characters their parsing reads
+ * (each character once per substitution around it), by one linear pass that follows quotes and
+ * escapes the way the shell's reader does. It only has to be close: it bounds the parser's work,
+ * the parser itself decides what the command is.
+ */
+export function substitutionNesting(src: string): { depth: number; reads: number } {
+  // Frames: "(" a parenthesis or arithmetic, "$" a substitution, '"' double quotes, "`" backticks.
+  const stack: string[] = [];
+  let subs = 0;
+  let depth = 0;
+  let reads = 0;
+  const push = (f: string) => {
+    stack.push(f);
+    if (f === "$" || f === "`") depth = Math.max(depth, ++subs);
+  };
+  const pop = () => {
+    const f = stack.pop();
+    if (f === "$" || f === "`") subs--;
+  };
+  for (let i = 0; i < src.length; i++) {
+    reads += subs;
+    const c = src[i]!;
+    const top = stack.at(-1);
+    if (c === "\\") {
+      i++;
+      reads += subs;
+      continue;
+    }
+    if (top === '"') {
+      if (c === '"') pop();
+      else if (c === "$" && src[i + 1] === "(" && src[i + 2] !== "(") push("$"), i++;
+      else if (c === "`") push("`");
+      continue;
+    }
+    if (c === "'") {
+      const end = src.indexOf("'", i + 1);
+      const stop = end < 0 ? src.length - 1 : end;
+      reads += subs * (stop - i);
+      i = stop;
+      continue;
+    }
+    if (c === '"') push('"');
+    else if (c === "`") top === "`" ? pop() : push("`");
+    else if ((c === "$" || c === "<" || c === ">") && src[i + 1] === "(") {
+      push(c === "$" && src[i + 2] === "(" ? "(" : "$");
+      i++;
+    } else if (c === "(") push("(");
+    else if (c === ")" && (top === "(" || top === "$")) pop();
+  }
+  return { depth, reads };
 }
 
 export function extractCommands(src: string, opts: ExtractOptions): Extraction {
   if (src.includes("\0")) return { ok: false, reason: "command contains a NUL byte" };
   if (Buffer.byteLength(src, "utf8") > MAX_SHELL_BYTES) return { ok: false, reason: `command longer than ${MAX_SHELL_BYTES} bytes` };
+  const nesting = substitutionNesting(src);
+  if (nesting.depth > MAX_SUBSTITUTION_DEPTH)
+    return { ok: false, reason: `command substitutions nested ${nesting.depth} deep, more than the ${MAX_SUBSTITUTION_DEPTH} the gate reads quickly` };
+  if (nesting.reads > MAX_SUBSTITUTION_READS)
+    return { ok: false, reason: `command substitutions nested around too much text to read quickly` };
   // `shift` and `set` renumber the parameters, in loops too: then none is known.
   const positional = opts.positional && !/\b(shift|set)\b/.test(src) ? opts.positional : [];
   const scope = new Scope(opts.home, opts.environment, positional);
@@ -166,8 +252,17 @@ export function extractCommands(src: string, opts: ExtractOptions): Extraction {
   const words: Arg[] = [];
   const expansions: string[] = [];
   let error: string | undefined;
+  let truncated = false;
+  let steps = 0;
   let nextPipeline = 0;
   let nextChain = 0;
+
+  const read = new Map<SyntaxNode, { readonly arg: Arg; readonly version: number; readonly visible: boolean }>();
+  /** Notes a word's reading for the walk's visit of that word (one Arg, not a brace or $IFS split). */
+  const remembered = (w: Word, args: Arg[]): Arg[] => {
+    if (args.length === 1 && isSingleWord(w)) read.set(w, { arg: args[0]!, version: scope.version, visible: scope.positionalVisible });
+    return args;
+  };
 
   const redir = (r: Redirection): Redir => {
     const fd = r.descriptor?.type === "FileDescriptor" ? r.descriptor.value : r.descriptor?.name;
@@ -184,14 +279,20 @@ export function extractCommands(src: string, opts: ExtractOptions): Extraction {
       const e = root.errors[0]!;
       return { ok: false, reason: `${e.message} at offset ${e.pos}` };
     }
-    const stack: Frame[] = [{ node: root, pipeline: -1, stage: 0, inSubstitution: false, inFunction: undefined, background: false, link: undefined, certain: true, endlessLoop: undefined, spawnedInLoop: false }];
+    // Two parallel stacks: the nodes still to visit, and the context each is visited in.
+    const nodes: SyntaxNode[] = [root];
+    const frames: Frame[] = [{ pipeline: -1, stage: 0, inSubstitution: false, inFunction: undefined, background: false, link: undefined, certain: true, endlessLoop: undefined, spawnedInLoop: false }];
+    // Children are pushed straight onto `nodes` and put in reverse order there: no array per node.
+    const collect = (c: SyntaxNode) => {
+      nodes.push(c);
+    };
     let nextLoop = 0;
-    while (stack.length > 0 && error === undefined) {
-      const frame = stack.pop()!;
-      const n = frame.node;
+    while (nodes.length > 0 && error === undefined && !truncated) {
+      const n = nodes.pop()!;
+      const frame = frames.pop()!;
       // Inside a function body $1 is the function's own argument.
       scope.positionalVisible = frame.inFunction === undefined;
-      let child: Omit<Frame, "node"> = frame;
+      let child: Frame = frame;
       switch (n.type) {
         case "Script":
           if ("errors" in n && n.errors?.length) {
@@ -200,21 +301,19 @@ export function extractCommands(src: string, opts: ExtractOptions): Extraction {
           }
           break;
         case "Statement":
-          child = {
-            ...frame,
-            background: frame.background || n.background === true,
-            spawnedInLoop: frame.spawnedInLoop || (frame.endlessLoop !== undefined && n.background === true),
-          };
+          if (n.background === true && (!frame.background || (frame.endlessLoop !== undefined && !frame.spawnedInLoop)))
+            child = { ...frame, background: true, spawnedInLoop: frame.spawnedInLoop || frame.endlessLoop !== undefined };
           break;
         case "Command": {
-          const own = n.redirects.map(redir);
-          const argv = [
-            ...(n.name ? commandWords(n.name, scope) : []),
-            ...n.args.flatMap((a) =>
-              a.type === "Assignment" ? [assignmentArg(a.name, a.append === true, wordArg(a.value, scope), a.text)] : commandWords(a, scope),
-            ),
-          ];
-          const assigns = n.prefix.flatMap((p) => (p.type === "Assignment" ? [{ name: p.name, value: wordArg(p.value, scope) }] : []));
+          const own = n.redirects.length === 0 ? NO_REDIRS : n.redirects.map(redir);
+          // Plain loops: flatMap and spreads cost more than the rest of a simple command's reading.
+          const argv: Arg[] = n.name ? remembered(n.name, commandWords(n.name, scope)) : [];
+          for (const a of n.args) {
+            if (a.type === "Assignment") argv.push(assignmentArg(a.name, a.append === true, wordArg(a.value, scope), a.text));
+            else for (const w of remembered(a, commandWords(a, scope))) argv.push(w);
+          }
+          const assigns: { name: string; value: Arg }[] = [];
+          for (const p of n.prefix) if (p.type === "Assignment") assigns.push({ name: p.name, value: wordArg(p.value, scope) });
           trackAssignments(n, argv, scope, frame.certain);
           commands.push({
             argv,
@@ -229,11 +328,16 @@ export function extractCommands(src: string, opts: ExtractOptions): Extraction {
             endlessLoop: frame.endlessLoop,
             spawnedInLoop: frame.spawnedInLoop,
           });
+          steps += commandSteps(argv.length);
+          if (opts.limit !== undefined && steps > opts.limit) truncated = true;
           break;
         }
-        case "Word":
-          words.push(wordArg(n, scope));
+        case "Word": {
+          // A command's own words were just read: the same reading, unless a variable changed since.
+          const seen = read.get(n);
+          words.push(seen && seen.version === scope.version && seen.visible === scope.positionalVisible ? seen.arg : wordArg(n, scope));
           break;
+        }
         case "SimpleExpansion":
           expansions.push(n.text.slice(1));
           break;
@@ -275,32 +379,42 @@ export function extractCommands(src: string, opts: ExtractOptions): Extraction {
         default:
           break;
       }
-      const kids: SyntaxNode[] = [];
-      forEachChild(n, (c) => {
-        kids.push(c);
-      });
+      const start = nodes.length;
+      forEachChild(n, collect);
+      const count = nodes.length - start;
+      for (let i = start, j = nodes.length - 1; i < j; i++, j--) {
+        const t = nodes[i]!;
+        nodes[i] = nodes[j]!;
+        nodes[j] = t;
+      }
+      // nodes[start + count - 1 - i] is child i; frames are pushed in the same (reversed) order.
       const certain = certainChildren(n, frame);
       if (n.type === "AndOr" && frame.certain) {
         const chain = nextChain++;
         const andFrom: number[] = [];
-        for (let i = 0; i < kids.length; i++) andFrom.push(i > 0 && n.operators[i - 1] === "&&" ? andFrom[i - 1]! : i);
-        for (let i = kids.length - 1; i >= 0; i--) stack.push({ ...child, node: kids[i]!, certain: certain(i), link: { chain, index: i, andFrom: andFrom[i]! } });
+        for (let i = 0; i < count; i++) andFrom.push(i > 0 && n.operators[i - 1] === "&&" ? andFrom[i - 1]! : i);
+        for (let i = count - 1; i >= 0; i--) frames.push({ ...child, certain: certain(i), link: { chain, index: i, andFrom: andFrom[i]! } });
       } else if (n.type === "Pipeline" && n.commands.length > 1) {
         const id = nextPipeline++;
-        for (let i = kids.length - 1; i >= 0; i--) {
-          const k = kids[i]!;
-          const stage = n.commands.indexOf(k as never);
-          stack.push({ ...child, node: k, certain: false, pipeline: stage >= 0 ? id : child.pipeline, stage: stage >= 0 ? stage : child.stage });
+        const stageOf = new Map<SyntaxNode, number>();
+        n.commands.forEach((c, i) => stageOf.set(c, i));
+        const outside: Frame = child.certain ? { ...child, certain: false } : child;
+        for (let i = count - 1; i >= 0; i--) {
+          const stage = stageOf.get(nodes[start + count - 1 - i]!);
+          frames.push(stage === undefined ? outside : { ...child, certain: false, pipeline: id, stage });
         }
       } else {
-        for (let i = kids.length - 1; i >= 0; i--) stack.push({ ...child, node: kids[i]!, certain: certain(i) });
+        // Most children share their parent's context; the uncertain variant is made once per node.
+        let uncertain: Frame | undefined;
+        for (let i = count - 1; i >= 0; i--)
+          frames.push(certain(i) === child.certain ? child : child.certain ? (uncertain ??= { ...child, certain: false }) : { ...child, certain: true });
       }
     }
   } catch (e) {
     return { ok: false, reason: `parser failed: ${e instanceof Error ? e.message : String(e)}` };
   }
   if (error !== undefined) return { ok: false, reason: error };
-  return { ok: true, commands, compoundRedirs, functions, words, expansions };
+  return { ok: true, commands, compoundRedirs, functions, words, expansions, truncated };
 }
 
 function assignmentArg(name: string, append: boolean, value: Arg, text: string): Arg {

@@ -66,19 +66,25 @@ export class Scope {
     return this.environment.get(name) ?? null;
   }
 
+  /** Changes whenever what a variable holds may have changed: a word read at the same version reads the same. */
+  version = 0;
+
   /** An assignment that certainly ran, in order: later words see the value. */
   set(name: string, value: string | null): void {
     if (this.vars.has(name) && this.vars.get(name) === null) return; // unknown stays unknown
     this.vars.set(name, value);
+    this.version++;
   }
 
   /** An assignment that may or may not run, possibly later. */
   forget(name: string): void {
     this.vars.set(name, null);
+    this.version++;
   }
 
   forgetAll(): void {
     this.opaque = true;
+    this.version++;
   }
 }
 
@@ -198,6 +204,7 @@ function expandTilde(value: string, home: string): string {
  * for arguments too: `dd of=~/.bashrc` writes the home directory's file.
  */
 function expandLeadingTildes(value: string, home: string): string {
+  if (!value.includes("~")) return value;
   const assignment = /^[A-Za-z_][A-Za-z0-9_]*=/.exec(value);
   if (!assignment) return expandTilde(value, home);
   const rest = value.slice(assignment[0].length);
@@ -218,9 +225,12 @@ interface Piece {
 }
 
 function flatten(parts: readonly WordPart[]): Piece[] {
-  return parts.flatMap((p): Piece[] =>
-    p.type === "DoubleQuoted" || p.type === "LocaleString" ? p.parts.map((q) => ({ part: q as WordPart, quoted: true })) : [{ part: p, quoted: false }],
-  );
+  const out: Piece[] = [];
+  for (const p of parts) {
+    if (p.type === "DoubleQuoted" || p.type === "LocaleString") for (const q of p.parts) out.push({ part: q as WordPart, quoted: true });
+    else out.push({ part: p, quoted: false });
+  }
+  return out;
 }
 
 function partsArg(parts: readonly WordPart[], text: string, scope: Scope): Arg {
@@ -232,18 +242,20 @@ function partsArg(parts: readonly WordPart[], text: string, scope: Scope): Arg {
   let known = "";
   let rest = "";
   let glob = false;
-  flatten(parts).forEach(({ part: p, quoted }, i) => {
+  const pieces = flatten(parts);
+  for (let i = 0; i < pieces.length; i++) {
+    const { part: p, quoted } = pieces[i]!;
     if (!quoted && globbing(p, scope)) glob = true;
     const v = staticPart(p, scope, quoted);
     if (v === null || value === null) {
       if (value !== null) known = value;
       value = null;
       rest += v ?? "";
-      return;
+      continue;
     }
     // An unquoted leading "~" expands; a quoted one does not.
     value += i === 0 && !quoted && p.type === "Literal" ? expandLeadingTildes(v, scope.home) : v;
-  });
+  }
   if (value !== null) return { text, value, glob };
   const within = known.endsWith("/") && !/\/./.test(rest) ? known.replace(/(.)\/+$/, "$1") : undefined;
   return within === undefined ? { text, value, glob } : { text, value, glob, within };
@@ -255,13 +267,19 @@ function isIfsSplit(p: WordPart): boolean {
   return p.type === "ParameterExpansion" && p.parameter === "IFS" && !p.prefix && !p.index && !p.operation;
 }
 
+/** A word that stays one word (no `$IFS` split, no brace expansion): commandWords is then [wordArg]. */
+export function isSingleWord(w: Word): boolean {
+  const parts = w.parts;
+  return !parts || !parts.some((p) => isIfsSplit(p) || p.type === "BraceExpansion");
+}
+
 /**
  * The words a command word becomes: unquoted `$IFS` splits it (`rm${IFS}-rf${IFS}/` is `rm -rf /`)
  * and a literal brace expansion multiplies it (`src/{a,b}.ts`, `cfg{,.bak}`, `{1..3}`).
  */
 export function commandWords(w: Word, scope: Scope): Arg[] {
-  const parts = w.parts;
-  if (!parts || !parts.some((p) => isIfsSplit(p) || p.type === "BraceExpansion")) return [wordArg(w, scope)];
+  if (isSingleWord(w)) return [wordArg(w, scope)];
+  const parts = w.parts!;
   const segments: WordPart[][] = [[]];
   for (const p of parts) {
     if (isIfsSplit(p)) segments.push([]);

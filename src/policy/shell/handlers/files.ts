@@ -1,9 +1,8 @@
 // Commands that create, change or remove files named by their arguments.
 
-import { statSync } from "node:fs";
-import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
-import { isRegenerableName, isWithin } from "../../places.ts";
-import { expandGlob, globToRegExp, isDownloaded, judgeRead, judgeWrite, locate, markDownloaded, writeFinding, type Located, type ShellEnv } from "../env.ts";
+import { basename, dirname, isAbsolute, join, resolve } from "node:path";
+import { below, isRegenerableName, isWithin } from "../../places.ts";
+import { expandGlob, globToRegExp, isDownloaded, judgeRead, judgeWrite, locate, markDownloaded, spend, WRITE_STEPS, writeFinding, type Located, type ShellEnv } from "../env.ts";
 import { finding, strictest, type Finding } from "../finding.ts";
 import { DYNAMIC, hasFlag, operands, optionValues, staticArg, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
 import type { Arg } from "../parse.ts";
@@ -20,10 +19,13 @@ function criticalPaths(env: ShellEnv): Set<string> {
   return out;
 }
 
-const criticalCache = new WeakMap<ShellEnv, Set<string>>();
+// Keyed by the places (kept across calls while nothing they depend on changes) and the home spelling.
+const criticalCache = new WeakMap<object, Map<string, Set<string>>>();
 function isCritical(env: ShellEnv, p: string): boolean {
-  let set = criticalCache.get(env);
-  if (!set) criticalCache.set(env, (set = criticalPaths(env)));
+  let byHome = criticalCache.get(env.places);
+  if (!byHome) criticalCache.set(env.places, (byHome = new Map()));
+  let set = byHome.get(env.home);
+  if (!set) byHome.set(env.home, (set = criticalPaths(env)));
   return set.has(p.length > 1 ? p.replace(/\/+$/, "") : p);
 }
 
@@ -77,42 +79,43 @@ function judgeDestroy(env: ShellEnv, an: Analyzer, t: Arg, verb: string, recursi
   if (t.value === null) return finding("review", "destructive", `${verb} removes ${t.text}, a path only known at run time`);
   const places = t.glob ? expandGlob(an.state, t.value) : locate(an.state, t.value);
   if (!places) return finding("review", "destructive", `${verb} removes ${t.value} relative to a directory only known at run time`);
+  spend(an.state, WRITE_STEPS * places.length, "judging removals");
   const how: DestroyHow = { verb, recursive, alwaysReview, pattern: t.glob ? basename(t.value) : undefined };
   // expandGlob also lists the pattern's directory, standing for matches that do not exist yet.
   const bases = new Set(t.glob ? (locate(an.state, dirname(t.value)) ?? []).map((b) => b.lexical) : []);
   return (
-    strictest(places.map((p) => (bases.has(p.lexical) ? matchesInside(env, p, t.value!, how) : destroyFinding(env, p, t.value!, how)))) ??
+    strictest(places.map((p) => (bases.has(p.lexical) ? matchesInside(env, p, t.value!, how, an) : destroyFinding(env, p, t.value!, how, an)))) ??
     finding("read", "read-only", `${verb} removes nothing`)
   );
 }
 
 /** Future matches of a pattern directly inside a directory. */
-function matchesInside(env: ShellEnv, dir: Located, shown: string, how: DestroyHow): Finding {
+function matchesInside(env: ShellEnv, dir: Located, shown: string, how: DestroyHow, an: Analyzer): Finding {
   const ws = env.places.workspace;
-  const where = writeFinding(env, dir, shown, `${how.verb} changes`);
+  const where = writeFinding(env, dir, shown, `${how.verb} changes`, an.state.facts);
   if (where.cls !== "workspace-write" || !isWithin(ws, dir.real)) return where;
   if (how.alwaysReview) return finding("review", "destructive", `${how.verb} irrecoverably destroys ${shown}`);
-  if (regenerablePath(relative(ws, dir.real)) || isRegenerableFile(how.pattern ?? ""))
+  if (regenerablePath(below(ws, dir.real)) || isRegenerableFile(how.pattern ?? ""))
     return finding("cleanup", "regenerable-cleanup", `${how.verb} removes ${shown}, regenerable build output`);
   return finding("review", "destructive", `${how.verb} removes every match of ${shown} in the workspace`);
 }
 
 /** One place a removal may hit. Only the workspace's own regenerable output is cleanup. */
-function destroyFinding(env: ShellEnv, p: Located, shown: string, how: DestroyHow): Finding {
+function destroyFinding(env: ShellEnv, p: Located, shown: string, how: DestroyHow, an: Analyzer): Finding {
   const ws = env.places.workspace;
   const { verb } = how;
   // A directory that contains the workspace (`..`, the home dir) takes the workspace with it,
   // and the sandbox cannot stop that part: the workspace is writable inside it.
   if (p.real !== ws && isWithin(p.real, ws)) return finding("review", "destructive", `${verb} removes ${shown}, which contains the whole workspace`);
-  const where = writeFinding(env, p, shown, `${verb} changes`);
+  const where = writeFinding(env, p, shown, `${verb} changes`, an.state.facts);
   if (where.cls !== "workspace-write" || !isWithin(ws, p.real)) return where; // protected, outside, or the temporary root (scratch)
   if (how.alwaysReview) return finding("review", "destructive", `${verb} irrecoverably destroys ${shown}`);
   if (p.real === ws) return finding("review", "destructive", `${verb} removes ${shown}, the whole workspace`);
-  if (regenerablePath(relative(ws, p.real)) || isRegenerableFile(how.pattern ?? basename(p.real)))
+  if (regenerablePath(below(ws, p.real)) || isRegenerableFile(how.pattern ?? basename(p.real)))
     return finding("cleanup", "regenerable-cleanup", `${verb} removes ${shown}, regenerable build output`);
   if (how.pattern !== undefined) return finding("review", "destructive", `${verb} removes every match of ${shown} in the workspace`);
   // `rm -rf file` removes one file: the flag only matters for directories.
-  if (!how.recursive || (p.exists && !isDirectory(p.real))) return finding("workspace-write", "workspace-write", `${verb} removes the file ${shown}`);
+  if (!how.recursive || (p.exists && !isDirectory(p.real, an))) return finding("workspace-write", "workspace-write", `${verb} removes the file ${shown}`);
   return finding("review", "destructive", `${verb} recursively removes ${shown}, work that cannot be regenerated`);
 }
 
@@ -123,7 +126,7 @@ export function isRegenerableTarget(env: ShellEnv, an: Analyzer, arg: Arg): bool
   const places = locate(an.state, arg.value);
   return (
     places !== null &&
-    places.every((p) => p.real !== ws && isWithin(ws, p.real) && (regenerablePath(relative(ws, p.real)) || isRegenerableFile(basename(p.real))))
+    places.every((p) => p.real !== ws && isWithin(ws, p.real) && (regenerablePath(below(ws, p.real)) || isRegenerableFile(basename(p.real))))
   );
 }
 
@@ -154,10 +157,10 @@ function judgeFoundDestroy(env: ShellEnv, an: Analyzer, t: Arg, verb: string, al
     const own = env.places.selfProtected.find((s) => s !== p.real && isWithin(p.real, s) && (name === undefined || globToRegExp(name).test(basename(s))));
     if (own) return finding("deny", "self-protection", `${verb} may remove ${own}, auto mode's own configuration or state`);
     if (p.real !== ws && isWithin(p.real, ws)) return finding("review", "destructive", `${verb} removes files below ${base.value}, which contains the whole workspace`);
-    const where = writeFinding(env, p, base.value!, `${verb} changes files below`);
+    const where = writeFinding(env, p, base.value!, `${verb} changes files below`, an.state.facts);
     if (where.cls !== "workspace-write" || !isWithin(ws, p.real)) return where;
     if (alwaysReview) return finding("review", "destructive", `${verb} irrecoverably destroys files below ${base.value}`);
-    if ((name !== undefined && isRegenerableFile(name)) || regenerablePath(relative(ws, p.real)))
+    if ((name !== undefined && isRegenerableFile(name)) || regenerablePath(below(ws, p.real)))
       return finding("cleanup", "regenerable-cleanup", `${verb} removes ${name ?? "files"} below ${base.value}, regenerable output`);
     return finding("review", "destructive", `${verb} removes ${name === undefined ? "every file" : `every ${name}`} below ${base.value}`);
   };
@@ -274,7 +277,7 @@ function rememberLinks(an: Analyzer, sources: readonly Arg[], link: Arg | undefi
       if (cwd === null) continue;
       let at = resolve(cwd, link?.value ?? basename(src.value));
       if (link?.value === null) continue;
-      if (!noDeref && isDirectory(at)) at = join(at, basename(src.value));
+      if (!noDeref && isDirectory(at, an)) at = join(at, basename(src.value));
       // A symbolic link's target is relative to the link's own directory; a hard link's to the cwd.
       const target = isAbsolute(src.value) ? src.value : resolve(symbolic ? dirname(at) : cwd, src.value);
       an.state.links.set(at, target);
@@ -282,12 +285,8 @@ function rememberLinks(an: Analyzer, sources: readonly Arg[], link: Arg | undefi
   }
 }
 
-function isDirectory(p: string): boolean {
-  try {
-    return statSync(p, { throwIfNoEntry: false })?.isDirectory() ?? false;
-  } catch {
-    return false;
-  }
+function isDirectory(p: string, an: Analyzer): boolean {
+  return an.state.facts.target(p) === "directory";
 }
 
 /** A static path that is the workspace root or a directory above it. */

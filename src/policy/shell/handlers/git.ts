@@ -1,7 +1,6 @@
 // git: reads, local history work (runs outside the sandbox, whose .git is read-only),
 // network operations, and the few subcommands that destroy work or weaken the repository.
 
-import { existsSync } from "node:fs";
 import { isWithin } from "../../places.ts";
 import { basename, dirname, join } from "node:path";
 import { judgeWrite, locate, markDownloaded, writeFinding } from "../env.ts";
@@ -204,9 +203,9 @@ function subcommand(sub: string, args: readonly Arg[], an: Analyzer, inv: Invoca
  * A repository below the workspace root (perhaps created by an earlier sandboxed command) has
  * hooks and config the gate never inspected: its git commands are not trusted outside the sandbox.
  */
-function inNestedRepository(workspace: string, dir: string): boolean {
+function inNestedRepository(an: Analyzer, workspace: string, dir: string): boolean {
   for (let d = dir; d !== workspace && isWithin(workspace, d); d = dirname(d)) {
-    if (existsSync(join(d, ".git"))) return true;
+    if (an.state.facts.target(join(d, ".git")) !== undefined) return true;
   }
   return false;
 }
@@ -228,11 +227,11 @@ export const git: Handler = (inv, an) => {
       out.push(configKeyFinding(kv.split("=")[0]!, " for one command"));
     } else if (name === "-C" || name === "--git-dir" || name === "--work-tree") {
       const located = value?.value ? locate(an.state, value.value) : null;
-      if (!located || !located.every((p) => isWithin(an.env.places.workspace, p.real) && (name !== "-C" || !inNestedRepository(an.env.places.workspace, p.real))))
+      if (!located || !located.every((p) => isWithin(an.env.places.workspace, p.real) && (name !== "-C" || !inNestedRepository(an, an.env.places.workspace, p.real))))
         elsewhere = true;
       // git writes where it works (index, objects, init): inside auto mode's own files that is self-disabling.
       for (const p of located ?? []) {
-        const w = writeFinding(an.env, p, value!.value!, `git ${name} works in`);
+        const w = writeFinding(an.env, p, value!.value!, `git ${name} works in`, an.state.facts);
         if (w.reason === "self-protection") out.push(w);
       }
     } else if (name === "--exec-path" && value) {
@@ -250,8 +249,8 @@ export const git: Handler = (inv, an) => {
   // Local git writes are only trusted outside the sandbox for the workspace repository, and
   // only while its hooks cannot be rewritten by the agent without review.
   const outsideCwd = an.state.cwds.some((c) => c === null || !isWithin(an.env.places.workspace, c));
-  const nested = an.state.cwds.some((c) => c !== null && inNestedRepository(an.env.places.workspace, c));
-  const demote = elsewhere || outsideCwd || nested || an.env.gitHooksWritable || !existsSync(an.env.places.workspace);
+  const nested = an.state.cwds.some((c) => c !== null && inNestedRepository(an, an.env.places.workspace, c));
+  const demote = elsewhere || outsideCwd || nested || an.env.gitHooksWritable || an.state.facts.target(an.env.places.workspace) === undefined;
   // Even a "read" runs the repository's config: fsmonitor and clean filters on status, textconv
   // and external diff on diff, gpg.program on log. An uninspected repository is contained.
   const foreign = elsewhere || outsideCwd || nested;
