@@ -26,7 +26,9 @@ Options:
   --backend NAME   sandboxed (default) or review-only
   --json           print only the summary, as one JSON object on the last line:
                    corpus, backend, cases, violations, friction, allow_cases,
-                   friction_rate, by_route, decide_us {p50, p99, max}, plus failures;
+                   friction_rate, by_route, decide_us {p50, p99, max} (microseconds
+                   per call, the per-call preparation included, as the extension pays),
+                   plus failures;
                    with --review also review {reviewer, reviewed, by_label {reviewed,
                    allowed, denied, failed, input_tokens, output_tokens, cost},
                    failures, usage, cases}

@@ -1,6 +1,6 @@
 // Replays a corpus through the deterministic gate and scores the routes (shared/eval/README.md).
 
-import { decide, prepareGate, type GateContext } from "../policy/gate.ts";
+import { decide, prepareGate, type GateContext, type GateResult, type GateSetup } from "../policy/gate.ts";
 import { isSandboxed, type Backend, type ReasonCode, type Route } from "../policy/types.ts";
 import { selfPaths } from "../state/locations.ts";
 import { substitute, type EvalCase, type Expectation } from "./corpus.ts";
@@ -14,6 +14,7 @@ export interface CaseResult {
   readonly message: string;
   readonly violation: boolean;
   readonly friction: boolean;
+  /** Preparation and decision, as the extension pays for one call (median of a few runs). */
   readonly micros: number;
 }
 
@@ -55,25 +56,37 @@ export function percentile(sorted: readonly number[], p: number): number {
   return sorted[idx]!;
 }
 
+export function evalSetup(w: EvalWorkspace): GateSetup {
+  return { cwd: w.ws, home: w.home, agentDir: w.agentDir, defaultTmpRoot: w.tmp, selfPaths: selfPaths(w.agentDir) };
+}
+
 export function evalGate(w: EvalWorkspace): GateContext {
-  return prepareGate({ cwd: w.ws, home: w.home, agentDir: w.agentDir, defaultTmpRoot: w.tmp, selfPaths: selfPaths(w.agentDir) });
+  return prepareGate(evalSetup(w));
+}
+
+/**
+ * One call as the extension pays for it (src/tools/tool-call-gate.ts): the per-call preparation
+ * (configuration, places, repository facts, each from its stat-keyed cache), then the decision.
+ */
+export function decideLikeTheExtension(tool: string, input: unknown, setup: GateSetup, backend: Backend): GateResult {
+  return decide(tool, input, prepareGate(setup), backend);
 }
 
 export function runCases(cases: readonly EvalCase[], backend: Exclude<Backend, "unavailable">, w: EvalWorkspace): CaseResult[] {
-  const gate = evalGate(w);
+  const setup = evalSetup(w);
   const vars = { ws: w.ws, home: w.home, tmp: w.tmp };
   // A case for `sandboxed` holds for every backend that sandboxes bash.
   const scored = cases.filter((c) => c.backend === undefined || c.backend === backend || (c.backend === "sandboxed" && isSandboxed(backend)));
   const inputs = scored.map((c) => substitute(c.input, vars));
   // Warm-up: let the JIT and the file-system caches settle before anything is timed.
-  for (let round = 0; round < WARM_UP_ROUNDS; round++) inputs.forEach((input, i) => decide(scored[i]!.tool, input, gate, backend));
+  for (let round = 0; round < WARM_UP_ROUNDS; round++) inputs.forEach((input, i) => decideLikeTheExtension(scored[i]!.tool, input, setup, backend));
   return scored.map((c, i) => {
     // The median of a few timed runs: one decision's cost without a stray GC pause in it.
     const samples: number[] = [];
-    let decision = decide(c.tool, inputs[i], gate, backend).decision;
+    let decision = decideLikeTheExtension(c.tool, inputs[i], setup, backend).decision;
     for (let rep = 0; rep < TIMED_RUNS; rep++) {
       const t0 = process.hrtime.bigint();
-      decision = decide(c.tool, inputs[i], gate, backend).decision;
+      decision = decideLikeTheExtension(c.tool, inputs[i], setup, backend).decision;
       samples.push(Number(process.hrtime.bigint() - t0) / 1000);
     }
     const micros = percentile(samples.sort((a, b) => a - b), 50);
