@@ -1,14 +1,18 @@
 // The deterministic gate: canonical request, judgement, route. Everything the CLI, the eval and
-// the extension decide goes through `decide`.
+// the extension decide goes through `decide`, after `prepareGate` (which the extension runs before
+// every call, so it is kept cheap: what it reads is cached, keyed by the stat identities of what
+// the cached facts were read from; see stamps.ts).
 
-import { lstatSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, type Stats } from "node:fs";
+import { join, resolve } from "node:path";
 import { buildRequest, type CanonicalRequest } from "../request/canonical.ts";
 import { loadPolicyConfig, type ConfigResult } from "./config/load.ts";
+import pathData from "./data/paths.json" with { type: "json" };
 import { judge, type JudgeContext, type Judgement } from "./judge.ts";
 import { buildPlaces, type Places } from "./places.ts";
 import { route } from "./route.ts";
-import { inspectRepository, type ShellEnv } from "./shell/env.ts";
+import { repositoryFacts, type RepositoryFacts, type ShellEnv } from "./shell/env.ts";
+import { lstatOrUndefined, settled, stampOf, unchanged, type Dependency } from "./stamps.ts";
 import { decision, type Backend, type Decision } from "./types.ts";
 
 export interface GateSetup {
@@ -27,31 +31,113 @@ export interface GateContext {
   readonly judge: JudgeContext;
 }
 
-// Places cost dozens of realpath calls; they only change with the setup, so keep a few.
-const placesCache = new Map<string, Places>();
+// Places cost a few hundred lstat and realpath calls; they change only with the setup and with the
+// directories they were resolved through, so a few are kept, each with the stamps of those.
+interface PlacesEntry {
+  readonly places: Places;
+  readonly deps: readonly Dependency[];
+  /** Every stamp was old enough to tell a later change apart (stamps.ts `settled`). */
+  readonly settled: boolean;
+}
+const placesCache = new Map<string, PlacesEntry>();
 const PLACES_CACHE_SIZE = 16;
 
-/** Changes when the workspace's `.git` is created, replaced or rewritten (a `.git` file names the git dir). */
-function dotGitStamp(cwd: string): string {
-  try {
-    const st = lstatSync(join(cwd, ".git"), { throwIfNoEntry: false });
-    return st ? `${st.mode}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}` : "none";
-  } catch {
-    return "error";
+/** Listed locations below the home directory (`~/.config/gh`, `~/.local/share/keyrings`), lexically. */
+const HOME_ENTRIES = [...pathData.identitySecrets, ...pathData.persistence].filter((e) => e.startsWith("~/")).map((e) => e.slice(2));
+
+/**
+ * The directories strictly below the home directory through which a listed location is reached
+ * (`~/.config` for `~/.config/gh`), as far as they exist now: a symlink that appears in one of them
+ * changes its entries, and so its stamp. A missing one shows up in its parent's stamp when created.
+ */
+function homeDirectories(home: string): string[] {
+  const out = new Set<string>();
+  for (const e of HOME_ENTRIES) {
+    let dir = home;
+    const parts = e.split("/");
+    for (let i = 0; i < parts.length - 1; i++) {
+      dir = join(dir, parts[i]!);
+      if (out.has(dir)) continue;
+      if (!existsSync(dir)) break;
+      out.add(dir);
+    }
   }
+  return [...out];
+}
+
+/**
+ * What a Places value was read from:
+ * - the workspace, the temporary root: which directory each is (their entries do not matter);
+ * - the workspace's `.git`: which directory, or the whole stamp of a `.git` file or symlink (a
+ *   rewritten `.git` file names another git dir), and then that git dir and its `commondir` file;
+ * - the home directory, the agent dir and the home's directories holding listed locations: their
+ *   entries too (`~/.ssh` replaced by a symlink changes the home directory's stamp).
+ * Listed locations outside the home (`/etc/ssh`, `/usr/local/bin`) are resolved once: only root
+ * can move them, and their spellings stay listed lexically too.
+ */
+function placesDependencies(setup: GateSetup, tmpRoot: string, places: Places | undefined, now: number): { deps: Dependency[]; settled: boolean } {
+  const deps: Dependency[] = [];
+  let allSettled = true;
+  const add = (path: string, follow: boolean, identity: boolean, known?: { st: Stats | undefined }) => {
+    const { dep, st } = stampOf(path, follow, identity, known);
+    deps.push(dep);
+    if (!identity && !settled(st, now)) allSettled = false;
+    return st;
+  };
+  add(resolve(setup.cwd), false, true);
+  add(resolve(tmpRoot), false, true);
+  const dotGit = join(setup.cwd, ".git");
+  const st = lstatOrUndefined(dotGit);
+  add(dotGit, false, st?.isDirectory() === true, { st });
+  add(resolve(setup.home), false, false);
+  add(resolve(setup.agentDir), false, false);
+  if (places) {
+    for (const d of places.gitDirs) add(d, false, true);
+    if (places.gitDirs[0] && !st?.isDirectory()) add(join(places.gitDirs[0], "commondir"), true, false);
+    for (const d of homeDirectories(resolve(setup.home))) add(d, false, false);
+  }
+  return { deps, settled: allSettled };
 }
 
 function cachedPlaces(setup: GateSetup, tmpRoot: string): Places {
-  // The git dirs a `.git` file points to are read when places are built: a `.git` file written
-  // after the first call (git init --separate-git-dir) must not leave its hooks unprotected.
-  const key = JSON.stringify([setup.cwd, tmpRoot, setup.home, setup.agentDir, setup.selfPaths, dotGitStamp(setup.cwd)]);
-  let places = placesCache.get(key);
-  if (!places) {
-    places = buildPlaces({ workspace: setup.cwd, tmpRoot, home: setup.home, agentDir: setup.agentDir, selfPaths: setup.selfPaths });
-    if (placesCache.size >= PLACES_CACHE_SIZE) placesCache.delete(placesCache.keys().next().value!);
-    placesCache.set(key, places);
-  }
+  const key = JSON.stringify([setup.cwd, tmpRoot, setup.home, setup.agentDir, setup.selfPaths]);
+  const hit = placesCache.get(key);
+  if (hit && hit.settled && unchanged(hit.deps)) return hit.places;
+  // Stamped before the places are read: a change while they are read shows at the next call.
+  const now = Date.now();
+  const before = placesDependencies(setup, tmpRoot, undefined, now);
+  const places = buildPlaces({ workspace: setup.cwd, tmpRoot, home: setup.home, agentDir: setup.agentDir, selfPaths: setup.selfPaths });
+  // The git dirs and home directories the places were read through are known only now; their
+  // stamps are taken right after, and the fixed ones are kept from before the read.
+  const after = placesDependencies(setup, tmpRoot, places, now);
+  const deps = [...before.deps, ...after.deps.slice(before.deps.length)];
+  placesCache.delete(key);
+  if (placesCache.size >= PLACES_CACHE_SIZE) placesCache.delete(placesCache.keys().next().value!);
+  placesCache.set(key, { places, deps, settled: before.settled && after.settled && unchanged(before.deps) });
   return places;
+}
+
+/**
+ * The shell's view of the machine. Repository facts (hooks, branch) are read only if a git
+ * command asks, once per call, from a cache keyed by the files they come from.
+ */
+function shellEnv(places: Places, cwd: string, home: string): ShellEnv {
+  let repo: RepositoryFacts | undefined;
+  const facts = () => (repo ??= repositoryFacts(places));
+  return {
+    places,
+    cwd,
+    home,
+    get gitHooksWritable() {
+      return facts().gitHooksWritable;
+    },
+    get gitHooksActive() {
+      return facts().gitHooksActive;
+    },
+    get currentBranch() {
+      return facts().currentBranch;
+    },
+  };
 }
 
 /** Build what a decision needs for one cwd: the places, the repository facts, the configuration. */
@@ -59,8 +145,7 @@ export function prepareGate(setup: GateSetup): GateContext {
   const config = loadPolicyConfig({ agentDir: setup.agentDir, cwd: setup.cwd, home: setup.home });
   const tmpRoot = (config.ok ? config.config.tmpRoot : undefined) ?? setup.defaultTmpRoot;
   const places = cachedPlaces(setup, tmpRoot);
-  const repo = inspectRepository(places);
-  const shell: ShellEnv = { places, cwd: setup.cwd, home: setup.home, ...repo };
+  const shell = shellEnv(places, setup.cwd, setup.home);
   const rules = config.ok ? config.config.allow.length + config.config.review.length + config.config.deny.length : 0;
   return { setup, config, judge: { places, shell, protectedGlobs: config.ok ? config.config.protectedPaths : [], rulesConfigured: rules > 0 } };
 }

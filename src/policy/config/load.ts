@@ -1,14 +1,17 @@
 // Loading, validating and layering the user and project configuration. Any problem with a file
 // that exists (unreadable, not JSON, wrong shape) is a fault: reported, and every call denies.
-// Files are re-read only when their stat changes, so this is cheap to call at every gate.
+// Files are re-read only when their stat changes (or changed too recently for the stat to show a
+// second change: then the text is compared), and rules are compiled again only when a file's
+// content did, so this is cheap to call at every gate.
 
-import { readFileSync, statSync } from "node:fs";
+import { readFileSync, statSync, type Stats } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import { Value } from "typebox/value";
 import { ProjectConfigSchema, UserConfigSchema, type ProjectConfig, type RuleSpec, type UserConfig } from "./schema.ts";
 import { PROJECT_CONFIG_FILE, USER_CONFIG_FILE } from "./files.ts";
 import { compileRule, type CompiledRule, type RuleOrigin } from "../rules.ts";
 import { DEFAULT_UNDO_BOUNDS, type UndoBounds } from "../../effects/undo.ts";
+import { fullStamp, settled } from "../stamps.ts";
 
 export { PROJECT_CONFIG_FILE, USER_CONFIG_FILE };
 
@@ -40,25 +43,44 @@ type FileRead<T> = { kind: "missing" } | { kind: "ok"; value: T } | { kind: "fau
 
 interface CacheEntry {
   readonly key: string;
+  /** The stamp was old enough to tell a later change apart (stamps.ts); otherwise the text is read and compared again. */
+  readonly settled: boolean;
+  readonly text: string | undefined;
   readonly result: FileRead<unknown>;
 }
 
 const cache = new Map<string, CacheEntry>();
+const MISSING: FileRead<never> = { kind: "missing" };
 
 function readValidated<T>(path: string, schema: typeof UserConfigSchema | typeof ProjectConfigSchema): FileRead<T> {
-  let key: string;
+  const now = Date.now();
+  let st: Stats | undefined;
   try {
-    const st = statSync(path);
-    key = `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
+    st = statSync(path, { throwIfNoEntry: false });
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT" || (e as NodeJS.ErrnoException).code === "ENOTDIR") return { kind: "missing" };
+    if ((e as NodeJS.ErrnoException).code === "ENOENT" || (e as NodeJS.ErrnoException).code === "ENOTDIR") return MISSING;
     return { kind: "fault", message: `cannot stat: ${(e as Error).message}` };
   }
+  if (!st) return MISSING;
+  const key = fullStamp(st);
   const hit = cache.get(path);
-  if (hit?.key === key) return hit.result as FileRead<T>;
+  if (hit?.key === key && hit.settled) return hit.result as FileRead<T>;
+  let text: string | undefined;
+  let readFailure = "";
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (e) {
+    readFailure = (e as Error).message;
+  }
+  // Rewritten within the same timestamp, or just changed: the text decides.
+  if (hit && text !== undefined && hit.text === text) {
+    cache.set(path, { ...hit, key, settled: settled(st, now) });
+    return hit.result as FileRead<T>;
+  }
   let result: FileRead<T>;
   try {
-    const parsed: unknown = JSON.parse(readFileSync(path, "utf8"));
+    if (text === undefined) throw new Error(readFailure);
+    const parsed: unknown = JSON.parse(text);
     if (Value.Check(schema, parsed)) result = { kind: "ok", value: parsed as T };
     else {
       const first = [...Value.Errors(schema, parsed)][0];
@@ -69,9 +91,10 @@ function readValidated<T>(path: string, schema: typeof UserConfigSchema | typeof
   } catch (e) {
     result = { kind: "fault", message: (e as Error).message };
   }
-  cache.set(path, { key, result });
+  cache.set(path, { key, settled: settled(st, now), text, result });
   return result;
 }
+
 
 function expandHome(p: string, home: string): string {
   return p === "~" ? home : p.startsWith("~/") ? join(home, p.slice(2)) : p;
@@ -87,6 +110,10 @@ export interface ConfigLocation {
   readonly home: string;
 }
 
+// The layered result of the last reads of each location: compiled again only when a file's read changed.
+const layered = new Map<string, { readonly user: FileRead<unknown>; readonly project: FileRead<unknown>; readonly result: ConfigResult }>();
+const LAYERED_SIZE = 16;
+
 export function loadPolicyConfig(loc: ConfigLocation): ConfigResult {
   const userPath = join(loc.agentDir, USER_CONFIG_FILE);
   const projectPath = join(loc.cwd, PROJECT_CONFIG_FILE);
@@ -94,6 +121,16 @@ export function loadPolicyConfig(loc: ConfigLocation): ConfigResult {
   if (user.kind === "fault") return { ok: false, path: userPath, message: user.message };
   const project = readValidated<ProjectConfig>(projectPath, ProjectConfigSchema);
   if (project.kind === "fault") return { ok: false, path: projectPath, message: project.message };
+  const key = `${userPath}\0${projectPath}\0${loc.home}\0${loc.cwd}`;
+  const hit = layered.get(key);
+  if (hit && hit.user === user && hit.project === project) return hit.result;
+  const result = layer(loc, userPath, projectPath, user, project);
+  if (!layered.has(key) && layered.size >= LAYERED_SIZE) layered.delete(layered.keys().next().value!);
+  layered.set(key, { user, project, result });
+  return result;
+}
+
+function layer(loc: ConfigLocation, userPath: string, projectPath: string, user: FileRead<UserConfig>, project: FileRead<ProjectConfig>): ConfigResult {
   const u = user.kind === "ok" ? user.value : undefined;
   const p = project.kind === "ok" ? project.value : undefined;
   let userRules: Record<"allow" | "review" | "deny", CompiledRule[]>;
