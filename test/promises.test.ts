@@ -18,11 +18,11 @@ type Entry = { readonly tests: readonly Evidence[] } | { readonly pending: strin
 
 const manifest = JSON.parse(readFileSync(join(root, "test", "promises.json"), "utf8")) as Record<string, Entry>;
 
-/** The first string argument of every test(...), it(...) and describe(...) call in a file. */
+/** The first string argument of every test(...), it(...) and describe(...) call in a file (and attack(...), the attack pass's test). */
 function testNames(file: string): string[] {
   const src = readFileSync(join(root, file), "utf8");
   const names: string[] = [];
-  const re = /\b(?:test|it|describe)\(\s*(`(?:[^`\\]|\\.)*`|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')/g;
+  const re = /\b(?:test|it|describe|attack)\(\s*(`(?:[^`\\]|\\.)*`|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')/g;
   for (const m of src.matchAll(re)) names.push(m[1]!.slice(1, -1));
   return names;
 }
