@@ -31,6 +31,11 @@ const PATHOLOGICAL: ReadonlyArray<readonly [string, string]> = [
   ["2,000 symlinks made, then read", `Array.from({ length: 2000 }, (_, i) => "ln -s l" + i + " l" + (i + 1)).join("; ") + "; cat l0"`],
   ["1,000 downloads, then builds", `Array.from({ length: 1000 }, (_, i) => "curl -o f" + i + " https://example.com/" + i).join("; ") + "; make; make; make"`],
   ["one command of 64 KB of words", `"ls " + Array.from({ length: 9000 }, (_, i) => "w" + i).join(" ")`],
+  ["one command of 32,000 globs", `"ls " + "* ".repeat(32000)`],
+  ["one command of 10,000 brace expansions", `"ls " + "{a,b} ".repeat(10000)`],
+  ["one command of 21,000 expansions", `"cat " + "$x ".repeat(21000)`],
+  ["one command of 5,000 command substitutions", `"echo " + '"$(echo a)" '.repeat(5000)`],
+  ["one command with 8,000 redirections", `"echo hi " + Array.from({ length: 8000 }, (_, i) => ">o" + i).join(" ")`],
 ];
 
 const CHILD = `

@@ -134,7 +134,7 @@ const fold = (part: string) => lower(part.replace(IGNORABLE, "")).replace(/[. ]+
  * A bounded memo for pure string functions the gate calls on every path (no file system behind
  * them, so nothing can go stale): cleared whole when full.
  */
-function memo<T>(fn: (s: string) => T, size = 4096): (s: string) => T {
+export function memo<T>(fn: (s: string) => T, size = 4096): (s: string) => T {
   const cache = new Map<string, T>();
   return (s) => {
     let v = cache.get(s);
@@ -179,7 +179,64 @@ export function isHarmlessDevice(p: string): boolean {
   return DEVICE_AREA.test(p) && HARMLESS_DEVICES.some((r) => r.test(p));
 }
 
-const underAny = (list: readonly string[], p: string) => list.some((entry) => isWithin(entry, p));
+/**
+ * A list of locations as sets, for the questions asked of every path: is it at or below an entry
+ * (look its ancestors up: as many look-ups as it has components, not one comparison per entry),
+ * and does it hold one (it is an entry or an ancestor of one). Entries in the list that are not
+ * in normal form (a trailing "/") are matched by the plain comparison, as before.
+ */
+interface ListIndex {
+  readonly entries: ReadonlySet<string>;
+  readonly ancestors: ReadonlySet<string>;
+  /** Entries that are not absolute normalized paths: compared one by one (isWithin). */
+  readonly odd: readonly string[];
+}
+
+const normal = (p: string) => p === "/" || (p.startsWith("/") && !p.endsWith("/") && !p.includes("//"));
+
+function indexOf(list: readonly string[]): ListIndex {
+  const entries = new Set<string>();
+  const ancestors = new Set<string>();
+  const odd: string[] = [];
+  for (const e of list) {
+    if (!normal(e)) {
+      odd.push(e);
+      continue;
+    }
+    entries.add(e);
+    for (let q = e; q !== "/"; ) {
+      q = q.slice(0, q.lastIndexOf("/")) || "/";
+      ancestors.add(q);
+    }
+  }
+  return { entries, ancestors, odd };
+}
+
+const indexCache = new WeakMap<readonly string[], ListIndex>();
+function listIndex(list: readonly string[]): ListIndex {
+  let index = indexCache.get(list);
+  if (!index) indexCache.set(list, (index = indexOf(list)));
+  return index;
+}
+
+/** isWithin(entry, p) for some entry of the list. */
+function underIndexed(index: ListIndex, p: string): boolean {
+  if (index.odd.some((entry) => isWithin(entry, p))) return true;
+  if (!normal(p)) return [...index.entries].some((entry) => isWithin(entry, p));
+  for (let q = p; ; q = q.slice(0, q.lastIndexOf("/")) || "/") {
+    if (index.entries.has(q)) return true;
+    if (q === "/") return false;
+  }
+}
+
+/** isWithin(p, entry) for some entry of the list: `p` holds a listed location. */
+function holdsIndexed(index: ListIndex, p: string): boolean {
+  if (index.odd.some((entry) => isWithin(p, entry))) return true;
+  if (!normal(p)) return [...index.entries].some((entry) => isWithin(p, entry));
+  return index.entries.has(p) || index.ancestors.has(p);
+}
+
+const underAny = (list: readonly string[], p: string) => underIndexed(listIndex(list), p);
 
 /** A whole path with every component folded: how a case-insensitive, HFS+-style file system compares names. */
 const foldPath = memo((p: string) => p.split(sep).map(fold).join(sep));
@@ -188,8 +245,7 @@ const foldedCache = new WeakMap<readonly string[], readonly string[]>();
 function underAnyFolded(list: readonly string[], p: string): boolean {
   let folded = foldedCache.get(list);
   if (!folded) foldedCache.set(list, (folded = list.map(foldPath)));
-  const fp = foldPath(p);
-  return folded.some((entry) => isWithin(entry, fp));
+  return underIndexed(listIndex(folded), foldPath(p));
 }
 
 /** Where a write to this path lands. `lexical` is the path before symlinks, `real` after. */
@@ -243,7 +299,8 @@ export function isIdentitySecret(places: Places, lexical: string, real: string):
 
 /** A recursive read of this directory would read identity secrets below it. */
 export function containsIdentitySecret(places: Places, lexical: string, real: string): boolean {
-  return [lexical, real].some((dir) => places.identitySecrets.some((s) => isWithin(dir, s)));
+  const index = listIndex(places.identitySecrets);
+  return holdsIndexed(index, lexical) || holdsIndexed(index, real);
 }
 
 function hasOtherHardLinks(p: string, facts: StatSource | undefined): boolean {

@@ -146,7 +146,7 @@ function analyzeScript(src: string, env: ShellEnv, state: ScriptState, depth: nu
 
   let pending: PendingCd | undefined;
   for (const cmd of ex.commands) {
-    spend(state, commandSteps(cmd.argv.length) + (cmd.pipeline >= 0 ? 1 : 0), "judging its commands");
+    spend(state, commandSteps(cmd) + (cmd.pipeline >= 0 ? 1 : 0), "judging its commands");
     const from = out.length;
     pending = settleCd(pending, cmd, state);
     out.push(...assignmentFindings(cmd));

@@ -8,6 +8,7 @@ import {
   containsIdentitySecret,
   isIdentitySecret,
   isWithin,
+  memo,
   protectedComponent,
   type Places,
 } from "../places.ts";
@@ -247,11 +248,14 @@ const SECRET_FILE_PATTERNS = pathData.secretFilePatterns.map((p) => new RegExp(p
 
 /** A file whose contents are credentials even inside the workspace (.env, keys). */
 export function isSecretishFile(p: string): boolean {
-  const name = basename(p);
-  return SECRET_FILE_PATTERNS.some((r) => r.test(name));
+  return secretishName(basename(p));
 }
+const secretishName = memo((name: string) => SECRET_FILE_PATTERNS.some((r) => r.test(name)));
 
-export function globToRegExp(glob: string): RegExp {
+/** The pattern as an anchored regular expression (no flags, so one object serves every caller). */
+export const globToRegExp = memo(globRegExp, 1024);
+
+function globRegExp(glob: string): RegExp {
   let re = "";
   for (let i = 0; i < glob.length; i++) {
     const c = glob[i]!;

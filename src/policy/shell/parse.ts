@@ -85,9 +85,35 @@ export interface ExtractOptions {
   readonly limit?: number;
 }
 
-/** The steps the analysis spends on a simple command, whatever the command does: one, and one per two words. */
-export function commandSteps(words: number): number {
-  return 1 + ((words + 1) >> 1);
+/**
+ * The steps the analysis spends on a simple command, whatever the command does: one, one per two
+ * words, one per redirection, and more for words that cost the parser more than a plain one: one
+ * for a word read part by part (quotes, escapes, expansions), two for a glob, four for a word with
+ * a command substitution (its script is parsed on its own).
+ */
+class StepCount {
+  steps = 1;
+  private words = 0;
+
+  redirect(): number {
+    return ++this.steps;
+  }
+
+  word(a: Arg): Arg {
+    if (++this.words % 2 === 1) this.steps++;
+    // Quotes, escapes and expansions: the word's parts were read one by one.
+    if (a.value !== a.text) this.steps++;
+    if (a.glob) this.steps += 2;
+    if (a.text.includes("$(") || a.text.includes("`")) this.steps += 4;
+    return a;
+  }
+}
+
+export function commandSteps(cmd: { readonly argv: readonly Arg[]; readonly redirs: readonly unknown[] }): number {
+  const count = new StepCount();
+  for (let i = 0; i < cmd.redirs.length; i++) count.redirect();
+  for (const a of cmd.argv) count.word(a);
+  return count.steps;
 }
 
 /** Where a node sits: shared by every node with the same context (the walk allocates one only when something changes). */
@@ -189,6 +215,8 @@ export const MAX_SUBSTITUTION_READS = 4 * MAX_SHELL_BYTES;
  * the parser itself decides what the command is.
  */
 export function substitutionNesting(src: string): { depth: number; reads: number } {
+  // Without a parenthesis or a backtick nothing nests (most commands).
+  if (!src.includes("(") && !src.includes("`")) return { depth: 0, reads: 0 };
   // Frames: "(" a parenthesis or arithmetic, "$" a substitution, '"' double quotes, "`" backticks.
   const stack: string[] = [];
   let subs = 0;
@@ -305,12 +333,29 @@ export function extractCommands(src: string, opts: ExtractOptions): Extraction {
             child = { ...frame, background: true, spawnedInLoop: frame.spawnedInLoop || frame.endlessLoop !== undefined };
           break;
         case "Command": {
-          const own = n.redirects.length === 0 ? NO_REDIRS : n.redirects.map(redir);
+          // What reading this command may still cost; past it the reading stops (see `limit`).
+          const left = opts.limit === undefined ? Infinity : opts.limit - steps;
+          const cost = new StepCount();
+          let own: Redir[] = NO_REDIRS as Redir[];
+          if (n.redirects.length > 0) {
+            own = [];
+            for (const r of n.redirects) {
+              own.push(redir(r));
+              if (cost.redirect() > left) break;
+            }
+          }
           // Plain loops: flatMap and spreads cost more than the rest of a simple command's reading.
-          const argv: Arg[] = n.name ? remembered(n.name, commandWords(n.name, scope)) : [];
+          const argv: Arg[] = [];
+          if (cost.steps <= left && n.name) for (const w of remembered(n.name, commandWords(n.name, scope))) argv.push(cost.word(w));
           for (const a of n.args) {
-            if (a.type === "Assignment") argv.push(assignmentArg(a.name, a.append === true, wordArg(a.value, scope), a.text));
-            else for (const w of remembered(a, commandWords(a, scope))) argv.push(w);
+            if (cost.steps > left) break;
+            if (a.type === "Assignment") argv.push(cost.word(assignmentArg(a.name, a.append === true, wordArg(a.value, scope), a.text)));
+            else for (const w of remembered(a, commandWords(a, scope))) argv.push(cost.word(w));
+          }
+          if (cost.steps > left) {
+            // Not judged in part: the analysis stops here, and says so.
+            truncated = true;
+            break;
           }
           const assigns: { name: string; value: Arg }[] = [];
           for (const p of n.prefix) if (p.type === "Assignment") assigns.push({ name: p.name, value: wordArg(p.value, scope) });
@@ -328,8 +373,8 @@ export function extractCommands(src: string, opts: ExtractOptions): Extraction {
             endlessLoop: frame.endlessLoop,
             spawnedInLoop: frame.spawnedInLoop,
           });
-          steps += commandSteps(argv.length);
-          if (opts.limit !== undefined && steps > opts.limit) truncated = true;
+          steps += cost.steps;
+          if (steps > (opts.limit ?? Infinity)) truncated = true;
           break;
         }
         case "Word": {

@@ -1,7 +1,7 @@
 // Commands that create, change or remove files named by their arguments.
 
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
-import { below, isRegenerableName, isWithin } from "../../places.ts";
+import { below, isRegenerableName, isWithin, memo } from "../../places.ts";
 import { expandGlob, globToRegExp, isDownloaded, judgeRead, judgeWrite, locate, markDownloaded, spend, WRITE_STEPS, writeFinding, type Located, type ShellEnv } from "../env.ts";
 import { finding, strictest, type Finding } from "../finding.ts";
 import { DYNAMIC, hasFlag, operands, optionValues, staticArg, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
@@ -136,7 +136,9 @@ function regenerablePath(rel: string): boolean {
 }
 
 /** A file name or name pattern of regenerable files (`*.pyc`, `*.o`), or a regenerable directory name. */
-export function isRegenerableFile(name: string): boolean {
+export const isRegenerableFile = memo(regenerableFile);
+
+function regenerableFile(name: string): boolean {
   const lower = name.toLowerCase();
   if (isRegenerableName(lower) || REGENERABLE_FILES.some((r) => r.pattern === lower)) return true;
   if (!/[*?[\]]/.test(lower)) return REGENERABLE_FILES.some((r) => r.re.test(lower));
