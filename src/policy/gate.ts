@@ -38,6 +38,8 @@ interface PlacesEntry {
   readonly deps: readonly Dependency[];
   /** Every stamp was old enough to tell a later change apart (stamps.ts `settled`). */
   readonly settled: boolean;
+  /** The roots the stamps check, for the analysis (ShellEnv.trusted). */
+  readonly trusted: ReadonlyMap<string, string>;
 }
 const placesCache = new Map<string, PlacesEntry>();
 const PLACES_CACHE_SIZE = 16;
@@ -99,10 +101,26 @@ function placesDependencies(setup: GateSetup, tmpRoot: string, places: Places | 
   return { deps, settled: allSettled };
 }
 
-function cachedPlaces(setup: GateSetup, tmpRoot: string): Places {
-  const key = JSON.stringify([setup.cwd, tmpRoot, setup.home, setup.agentDir, setup.selfPaths]);
+/**
+ * The root directories the stamps just checked, with their real forms: a directory that is not a
+ * symlink and is the same object as when the places were read is where the places say it is.
+ */
+function trustedRoots(p: Places, deps: readonly Dependency[]): ReadonlyMap<string, string> {
+  const out = new Map<string, string>();
+  const [cwd, tmp, , home] = deps;
+  const isDir = (d: Dependency | undefined) => d?.stamp !== undefined && (d.stamp.mode & S_IFMT) === S_IFDIR;
+  if (isDir(cwd)) out.set(cwd!.path, p.workspace);
+  if (isDir(tmp)) out.set(tmp!.path, p.tmpRoot);
+  if (isDir(home)) out.set(home!.path, p.homeReal);
+  return out;
+}
+const S_IFMT = 0o170000;
+const S_IFDIR = 0o040000;
+
+function cachedPlaces(setup: GateSetup, tmpRoot: string): { places: Places; trusted: ReadonlyMap<string, string> } {
+  const key = `${setup.cwd}\0${tmpRoot}\0${setup.home}\0${setup.agentDir}\0${setup.selfPaths.join("\0")}`;
   const hit = placesCache.get(key);
-  if (hit && hit.settled && unchanged(hit.deps)) return hit.places;
+  if (hit && hit.settled && unchanged(hit.deps)) return { places: hit.places, trusted: hit.trusted };
   // Stamped before the places are read: a change while they are read shows at the next call.
   const now = Date.now();
   const before = placesDependencies(setup, tmpRoot, undefined, now);
@@ -113,39 +131,54 @@ function cachedPlaces(setup: GateSetup, tmpRoot: string): Places {
   const deps = [...before.deps, ...after.deps.slice(before.deps.length)];
   placesCache.delete(key);
   if (placesCache.size >= PLACES_CACHE_SIZE) placesCache.delete(placesCache.keys().next().value!);
-  placesCache.set(key, { places, deps, settled: before.settled && after.settled && unchanged(before.deps) });
-  return places;
+  const isSettled = before.settled && after.settled && unchanged(before.deps);
+  // Trusted only where nothing moved while the places were read.
+  const trusted = isSettled ? trustedRoots(places, deps) : new Map<string, string>();
+  placesCache.set(key, { places, deps, settled: isSettled, trusted });
+  return { places, trusted };
 }
 
 /**
  * The shell's view of the machine. Repository facts (hooks, branch) are read only if a git
  * command asks, once per call, from a cache keyed by the files they come from.
  */
-function shellEnv(places: Places, cwd: string, home: string): ShellEnv {
-  let repo: RepositoryFacts | undefined;
-  const facts = () => (repo ??= repositoryFacts(places));
-  return {
-    places,
-    cwd,
-    home,
-    get gitHooksWritable() {
-      return facts().gitHooksWritable;
-    },
-    get gitHooksActive() {
-      return facts().gitHooksActive;
-    },
-    get currentBranch() {
-      return facts().currentBranch;
-    },
-  };
+class CallShellEnv implements ShellEnv {
+  readonly places: Places;
+  readonly cwd: string;
+  readonly home: string;
+  readonly trusted: ReadonlyMap<string, string>;
+  private repo: RepositoryFacts | undefined;
+
+  constructor(places: Places, cwd: string, home: string, trusted: ReadonlyMap<string, string>) {
+    this.places = places;
+    this.cwd = cwd;
+    this.home = home;
+    this.trusted = trusted;
+  }
+
+  private facts(): RepositoryFacts {
+    return (this.repo ??= repositoryFacts(this.places));
+  }
+
+  get gitHooksWritable(): boolean {
+    return this.facts().gitHooksWritable;
+  }
+
+  get gitHooksActive(): boolean {
+    return this.facts().gitHooksActive;
+  }
+
+  get currentBranch(): string | undefined {
+    return this.facts().currentBranch;
+  }
 }
 
 /** Build what a decision needs for one cwd: the places, the repository facts, the configuration. */
 export function prepareGate(setup: GateSetup): GateContext {
   const config = loadPolicyConfig({ agentDir: setup.agentDir, cwd: setup.cwd, home: setup.home });
   const tmpRoot = (config.ok ? config.config.tmpRoot : undefined) ?? setup.defaultTmpRoot;
-  const places = cachedPlaces(setup, tmpRoot);
-  const shell = shellEnv(places, setup.cwd, setup.home);
+  const { places, trusted } = cachedPlaces(setup, tmpRoot);
+  const shell = new CallShellEnv(places, setup.cwd, setup.home, trusted);
   const rules = config.ok ? config.config.allow.length + config.config.review.length + config.config.deny.length : 0;
   return { setup, config, judge: { places, shell, protectedGlobs: config.ok ? config.config.protectedPaths : [], rulesConfigured: rules > 0 } };
 }

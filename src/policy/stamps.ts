@@ -12,14 +12,37 @@ import { lstatSync, statSync, type Stats } from "node:fs";
 const FINE_MARGIN_MS = 50;
 const COARSE_MARGIN_MS = 2500;
 
-/** What a change to this entry moves: identity, type, size, content and metadata times. */
-export function fullStamp(st: Stats | undefined): string {
-  return st ? `${st.dev}:${st.ino}:${st.mode}:${st.nlink}:${st.size}:${st.mtimeMs}:${st.ctimeMs}` : "-";
+/** The stat fields a stamp keeps (numbers, compared as they are: no text is built on the hot path). */
+export interface Stamp {
+  readonly dev: number;
+  readonly ino: number;
+  readonly mode: number;
+  readonly nlink: number;
+  readonly size: number;
+  readonly mtimeMs: number;
+  readonly ctimeMs: number;
+}
+
+/** What a change to this entry moves: identity, type, links, size, content and metadata times; undefined when missing. */
+export function fullStamp(st: Stats | undefined): Stamp | undefined {
+  return st ? { dev: st.dev, ino: st.ino, mode: st.mode, nlink: st.nlink, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs } : undefined;
 }
 
 /** Which object is at a path, and of which type; not what is inside it (a directory's entries change its times). */
-export function identityStamp(st: Stats | undefined): string {
-  return st ? `${st.dev}:${st.ino}:${st.mode}` : "-";
+export function identityStamp(st: Stats | undefined): Stamp | undefined {
+  return st ? { dev: st.dev, ino: st.ino, mode: st.mode, nlink: 0, size: 0, mtimeMs: 0, ctimeMs: 0 } : undefined;
+}
+
+export function sameStamp(a: Stamp | undefined, b: Stamp | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  return a.ino === b.ino && a.ctimeMs === b.ctimeMs && a.mtimeMs === b.mtimeMs && a.size === b.size && a.dev === b.dev && a.mode === b.mode && a.nlink === b.nlink;
+}
+
+/** Whether stat `st` still has stamp `s` (of the same kind). */
+function matches(s: Stamp | undefined, st: Stats | undefined, identity: boolean): boolean {
+  if (s === undefined || st === undefined) return s === undefined && st === undefined;
+  if (st.ino !== s.ino || st.dev !== s.dev || st.mode !== s.mode) return false;
+  return identity || (st.ctimeMs === s.ctimeMs && st.mtimeMs === s.mtimeMs && st.size === s.size && st.nlink === s.nlink);
 }
 
 /**
@@ -56,7 +79,7 @@ export interface Dependency {
   readonly follow: boolean;
   /** Only which object it is, not its times (a directory whose entries do not matter). */
   readonly identity: boolean;
-  readonly stamp: string;
+  readonly stamp: Stamp | undefined;
 }
 
 export function stampOf(path: string, follow: boolean, identity: boolean, known?: { st: Stats | undefined }): { dep: Dependency; st: Stats | undefined } {
@@ -68,7 +91,7 @@ export function stampOf(path: string, follow: boolean, identity: boolean, known?
 export function unchanged(deps: readonly Dependency[]): boolean {
   for (const d of deps) {
     const st = d.follow ? statOrUndefined(d.path) : lstatOrUndefined(d.path);
-    if ((d.identity ? identityStamp(st) : fullStamp(st)) !== d.stamp) return false;
+    if (!matches(d.stamp, st, d.identity)) return false;
   }
   return true;
 }

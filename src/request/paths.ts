@@ -169,8 +169,17 @@ export class PathFacts {
   private readonly listings = new Map<string, string[] | null>();
   private readonly known: ReadonlyMap<string, string>;
 
-  constructor(known: ReadonlyMap<string, string> = new Map()) {
+  /**
+   * `trusted`: directories the caller checked during this same call (their real forms, as known):
+   * taken as existing directories without a look-up of their own.
+   */
+  constructor(known: ReadonlyMap<string, string> = new Map(), trusted?: ReadonlyMap<string, string>) {
     this.known = known;
+    if (trusted)
+      for (const [dir, real] of trusted) {
+        this.kinds.set(dir, "directory");
+        this.reals.set(dir, { real, exists: true });
+      }
   }
 
   /** lstat, or undefined when nothing is there; throws where lstat throws (ELOOP, ENOTDIR, EACCES). */
@@ -221,9 +230,14 @@ export class PathFacts {
     if (parent === p) return { real: p, exists: this.kind(p) !== undefined };
     const kind = this.kind(p);
     if (kind === "symlink") {
-      // Symlinks are rare: the kernel's own resolution, uncached.
-      this.calls += 2;
-      return resolveReal(p);
+      // Symlinks are rare: the kernel's own resolution, uncached (a dangling or looping one by resolveReal's walk).
+      this.calls++;
+      try {
+        return { real: realpathSync.native(p), exists: true };
+      } catch {
+        this.calls++;
+        return resolveReal(p);
+      }
     }
     const known = this.known.get(p);
     if (known !== undefined && kind === "directory") return { real: known, exists: true };

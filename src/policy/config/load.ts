@@ -11,7 +11,7 @@ import { ProjectConfigSchema, UserConfigSchema, type ProjectConfig, type RuleSpe
 import { PROJECT_CONFIG_FILE, USER_CONFIG_FILE } from "./files.ts";
 import { compileRule, type CompiledRule, type RuleOrigin } from "../rules.ts";
 import { DEFAULT_UNDO_BOUNDS, type UndoBounds } from "../../effects/undo.ts";
-import { fullStamp, settled } from "../stamps.ts";
+import { fullStamp, sameStamp, settled, type Stamp } from "../stamps.ts";
 
 export { PROJECT_CONFIG_FILE, USER_CONFIG_FILE };
 
@@ -42,7 +42,7 @@ export function undoBounds(config: ConfigResult): UndoBounds {
 type FileRead<T> = { kind: "missing" } | { kind: "ok"; value: T } | { kind: "fault"; message: string };
 
 interface CacheEntry {
-  readonly key: string;
+  readonly key: Stamp | undefined;
   /** The stamp was old enough to tell a later change apart (stamps.ts); otherwise the text is read and compared again. */
   readonly settled: boolean;
   readonly text: string | undefined;
@@ -64,7 +64,7 @@ function readValidated<T>(path: string, schema: typeof UserConfigSchema | typeof
   if (!st) return MISSING;
   const key = fullStamp(st);
   const hit = cache.get(path);
-  if (hit?.key === key && hit.settled) return hit.result as FileRead<T>;
+  if (hit && hit.settled && sameStamp(hit.key, key)) return hit.result as FileRead<T>;
   let text: string | undefined;
   let readFailure = "";
   try {
@@ -114,9 +114,17 @@ export interface ConfigLocation {
 const layered = new Map<string, { readonly user: FileRead<unknown>; readonly project: FileRead<unknown>; readonly result: ConfigResult }>();
 const LAYERED_SIZE = 16;
 
+const locations = new Map<string, { readonly user: string; readonly project: string }>();
+
 export function loadPolicyConfig(loc: ConfigLocation): ConfigResult {
-  const userPath = join(loc.agentDir, USER_CONFIG_FILE);
-  const projectPath = join(loc.cwd, PROJECT_CONFIG_FILE);
+  const where = `${loc.agentDir}\0${loc.cwd}`;
+  let paths = locations.get(where);
+  if (!paths) {
+    if (locations.size >= LAYERED_SIZE) locations.clear();
+    locations.set(where, (paths = { user: join(loc.agentDir, USER_CONFIG_FILE), project: join(loc.cwd, PROJECT_CONFIG_FILE) }));
+  }
+  const userPath = paths.user;
+  const projectPath = paths.project;
   const user = readValidated<UserConfig>(userPath, UserConfigSchema);
   if (user.kind === "fault") return { ok: false, path: userPath, message: user.message };
   const project = readValidated<ProjectConfig>(projectPath, ProjectConfigSchema);

@@ -28,6 +28,11 @@ export interface ShellEnv {
   readonly gitHooksActive: boolean;
   /** The checked-out branch of the workspace repository, when `.git/HEAD` names one. */
   readonly currentBranch: string | undefined;
+  /**
+   * Directories this call's preparation found unchanged (the workspace, the home directory, the
+   * temporary root), with their real forms: the analysis takes them as they are.
+   */
+  readonly trusted?: ReadonlyMap<string, string>;
 }
 
 /**
@@ -159,7 +164,7 @@ export function newScriptState(env: ShellEnv, budget: Budget = newBudget(), func
     resolved: new Map(),
     words: [],
     secretWord: { checked: 0, found: undefined },
-    facts: new PathFacts(knownDirectories(env)),
+    facts: new PathFacts(knownDirectories(env), env.trusted),
     budget,
   };
 }
