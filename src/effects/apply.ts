@@ -19,6 +19,7 @@
 
 import { chmodSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
+import { rm } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 import type { ApplyOp, Conflict } from "./judge.ts";
 import { identityAt, sameIdentity, sameInode, type Identity } from "./identity.ts";
@@ -266,6 +267,17 @@ function doOp(journal: Journal, i: number, made: Set<string>): boolean {
     } else if (op.before.type !== 0o040000) {
       rmSync(op.target, { force: true }); // one unlink
       return false;
+    } else {
+      // A tree nothing keeps (build output): into the trash in one rename, removed in the background.
+      const trash = trashFor(journal, i);
+      try {
+        mkdirSync(dirname(trash), { recursive: true, mode: 0o700 });
+        renameSync(op.target, trash);
+        void rm(trash, { recursive: true, force: true, maxRetries: 2 }).catch(() => {});
+        return false;
+      } catch (e) {
+        if (!isExdev(e)) throw e;
+      }
     }
     // A tree (or a pre-image on another file system): out of the way at once, then dealt with.
     const aside = side(journal, i, "aside");
@@ -293,6 +305,11 @@ function doOp(journal: Journal, i: number, made: Set<string>): boolean {
   return false;
 }
 
+/** Where a removed tree nothing keeps goes: the store's trash (swept at every start). */
+function trashFor(journal: Journal, i: number): string {
+  return join(dirname(dirname(dirname(journal.undoEntry))), "trash", `${journal.id}-${i}`);
+}
+
 function finishAside(aside: string, keepAt: string | undefined): void {
   if (keepAt && !exists(keepAt)) copyInto(aside, keepAt);
   rmSync(aside, { recursive: true, force: true });
@@ -312,10 +329,11 @@ function finishJournal(journal: Journal, store: EffectStore, bounds: UndoBounds,
     // What this op left: a removal left nothing, unless a put of the same path came after it.
     const replaced = j.op.kind === "remove" && journal.ops.some((o, k) => k > i && (!done || done[k]) && o.op.kind === "put" && o.op.target === j.op.target);
     const post = j.op.kind === "remove" && !replaced ? null : renamed?.[i] && j.sourceId !== null ? j.sourceId : identityAt(j.op.target);
-    const pre = j.op.before === null ? null : j.pre !== null ? j.pre : !journal.kept ? "not-kept" : "regenerable";
+    const wholeOutput = j.op.kind === "put" && j.op.regenerable === true;
+    const pre = wholeOutput ? "regenerable" : j.op.before === null ? null : j.pre !== null ? j.pre : !journal.kept ? "not-kept" : "regenerable";
     let tree: string | undefined;
     // A tree the command created: what is in it, so an edit inside it is never undone away.
-    if (j.op.kind === "put" && post !== null && post.type === 0o040000) {
+    if (j.op.kind === "put" && !wholeOutput && post !== null && post.type === 0o040000) {
       tree = `trees/${i}.json`;
       trees.push({ file: join(journal.undoEntry, tree), text: JSON.stringify(treeListing(j.op.target)) });
     }

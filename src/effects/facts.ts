@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { isRegenerableName } from "../policy/places.ts";
 import { identityOf, type Identity } from "./identity.ts";
 import { readRefs, type RefSnapshot } from "./git/refs.ts";
+import { readIndex } from "./git/index-file.ts";
 
 export type EntryType = "file" | "dir" | "symlink" | "other";
 
@@ -117,6 +118,27 @@ function collectRoot(r: FactsPlanRoot, viewPrefix: string, max: number): RootFac
     }
     return out;
   };
+  // What git tracks (the index before the command), read once and only if a regenerable-named folder
+  // was replaced: a tracked one is the user's work, judged file by file.
+  let indexed: string[] | undefined;
+  const tracked = (dirRel: string): boolean => {
+    if (indexed === undefined) {
+      const ix = join(r.root, ".git", "index");
+      const parsed = readIndex(ix) ?? readIndex(ix, "sha256");
+      // An index that exists but cannot be read: take everything as tracked (judged file by file).
+      if (!parsed && lstat(ix)) return true;
+      indexed = (parsed?.entries ?? []).map((e) => e.path).sort();
+    }
+    const key = `${dirRel}/`;
+    let lo = 0;
+    let hi = indexed.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (indexed[mid]! < key) lo = mid + 1;
+      else hi = mid;
+    }
+    return indexed[lo]?.startsWith(key) === true;
+  };
   // Directories to visit, relative to the root ("" is the root itself, present in both layers).
   const stack: Array<{ rel: string; both: boolean }> = [{ rel: "", both: true }];
   while (stack.length > 0 && !truncated) {
@@ -148,6 +170,16 @@ function collectRoot(r: FactsPlanRoot, viewPrefix: string, max: number): RootFac
       const lowType = low ? entryType(low) : null;
       if (up.isDirectory()) {
         if (lowType === "dir") {
+          // Build output replaced whole (rm -rf node_modules && npm ci): where the merged view shows
+          // exactly the upper layer at every level, the upper tree is the result. One unit, not
+          // one change per file; only a repository inside it is looked for.
+          if (isRegenerableName(n) && !tracked(childRel) && replacedWhole(join(upperDir, n), rel === "" ? join(merged, n) : join(merged, rel, n))) {
+            push({ op: "write", rel: childRel, type: "dir", before: "dir", beforeId: identityOf(low!), size: 0, mode: up.mode & 0o7777, newTree: true });
+            const found = repositoriesIn(join(upperDir, n), childRel);
+            if (!found.complete) truncated = true;
+            for (const g of found.repos) push({ op: "write", rel: g, type: g.endsWith("/HEAD") ? "file" : "dir", before: null, beforeId: null, size: 0, mode: 0o644 });
+            continue;
+          }
           stack.push({ rel: childRel, both: true });
           continue;
         }
@@ -194,6 +226,32 @@ function collectRoot(r: FactsPlanRoot, viewPrefix: string, max: number): RootFac
 }
 
 const SCAN_DIRS = 100_000;
+
+/** Every folder of the upper tree lists exactly what the merged view shows there: nothing of the lower tree shows through. */
+function replacedWhole(upper: string, merged: string): boolean {
+  const stack: Array<[string, string]> = [[upper, merged]];
+  let seen = 0;
+  while (stack.length > 0) {
+    if (++seen > SCAN_DIRS) return false;
+    const [u, m] = stack.pop()!;
+    let up: Dirent[];
+    let mv: string[];
+    try {
+      up = readdirSync(u, { withFileTypes: true });
+      mv = readdirSync(m);
+    } catch {
+      return false;
+    }
+    if (up.length !== mv.length) return false;
+    const names = new Set(mv);
+    for (const e of up) {
+      // A whiteout (a character device) would not be listed in the merged view: not a whole replacement.
+      if (!names.has(e.name) || e.isCharacterDevice()) return false;
+      if (e.isDirectory()) stack.push([join(u, e.name), join(m, e.name)]);
+    }
+  }
+  return true;
+}
 
 /**
  * Inside a new regenerable tree, only what would make git run code: a `.git` (any spelling a

@@ -23,7 +23,17 @@ import type { EffectPolicy } from "./rules.ts";
 /** One change the effects apply, in terms of real paths. */
 export type ApplyOp =
   /** Move the staged entry (a file, a symlink, or a whole new directory tree) into place. */
-  | { readonly kind: "put"; readonly target: string; readonly source: string; readonly type: EntryType; readonly before: Identity | null; readonly keep: boolean; readonly stripSetid: boolean }
+  | {
+      readonly kind: "put";
+      readonly target: string;
+      readonly source: string;
+      readonly type: EntryType;
+      readonly before: Identity | null;
+      readonly keep: boolean;
+      readonly stripSetid: boolean;
+      /** Build output replaced whole: undo leaves it as it is (nothing of the old one is kept either). */
+      readonly regenerable?: boolean;
+    }
   /** Remove what is there (a directory with everything in it). */
   | { readonly kind: "remove"; readonly target: string; readonly before: Identity; readonly type: EntryType; readonly keep: boolean };
 
@@ -373,6 +383,12 @@ function judgeChange(input: JudgeInput, rf: RootFacts, c: Change, abs: string, r
   }
   const source = join(rf.upper, c.rel);
   if (c.before !== null && beforeId !== null) {
+    if (c.before === "dir" && regenerable) {
+      // Build output replaced whole: the old tree goes unjudged and unkept, the new one arrives in one piece.
+      sink.ops.push({ kind: "remove", target: abs, before: beforeId, type: "dir", keep: false });
+      sink.ops.push({ kind: "put", target: abs, source, type: c.type, before: null, keep: false, stripSetid: false, regenerable: true });
+      return;
+    }
     if (c.before === "dir") {
       // A directory replaced by something else: everything in it goes first.
       const sub = inspectRemovedTree(input, rf, c.rel, abs, rec, sink.configured);
@@ -403,7 +419,17 @@ function judgeChange(input: JudgeInput, rf: RootFacts, c: Change, abs: string, r
     if ((c.mode & 0o6000) !== 0 && c.type === "file") sink.ops.push({ kind: "put", target: abs, source, type: c.type, before: null, keep: false, stripSetid: true });
     return;
   }
-  sink.ops.push({ kind: "put", target: abs, source, type: c.type, before: beforeId, keep: keep && beforeId !== null, stripSetid: c.type === "file" && (c.mode & 0o6000) !== 0 });
+  sink.ops.push({
+    kind: "put",
+    target: abs,
+    source,
+    type: c.type,
+    before: beforeId,
+    keep: keep && beforeId !== null,
+    stripSetid: c.type === "file" && (c.mode & 0o6000) !== 0,
+    // A new build output tree (node_modules, dist) arrives in one piece and is not listed for undo.
+    ...(c.op === "write" && c.newTree && regenerable ? { regenerable: true } : {}),
+  });
 }
 
 const newTreeCache = new WeakMap<RootFacts, Set<string>>();

@@ -1,7 +1,9 @@
 // At start: finish the applies a crash interrupted (roll forward, or say what could not be), and
 // remove run folders that dead processes left behind. Every entry point runs it first.
 
+import { rm } from "node:fs/promises";
 import { homedir } from "node:os";
+import { join } from "node:path";
 import { loadPolicyConfig, undoBounds } from "../policy/config/load.ts";
 import { discardRun, staleRuns } from "../sandbox/stage.ts";
 import { recoverJournals } from "./apply.ts";
@@ -29,4 +31,6 @@ export async function repairStaging(agentDir: string, cwd: string, say: (text: s
     say(`auto mode: interrupted applies could not be checked: ${(e as Error).message}`);
   }
   for (const dir of staleRuns(store.base, alive)) discardRun({ dir });
+  // Removed build output the background removal did not finish (the process ended first).
+  void rm(join(store.base, "trash"), { recursive: true, force: true, maxRetries: 2 }).catch(() => {});
 }
