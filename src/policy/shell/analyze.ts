@@ -95,7 +95,7 @@ function analyzeScript(src: string, env: ShellEnv, state: ScriptState, depth: nu
   if (depth > MAX_SCRIPT_DEPTH) return [finding("review", "dynamic-command", "nested shell scripts deeper than the gate reads")];
   // The top-level script is bounded by the size cap; each nested one is paid for, as it may repeat.
   if (depth > 0) spend(state, parseSteps(src), "reading nested scripts");
-  const ex = extractCommands(src, { home: env.home, environment: knownEnvironment(env), positional, limit: Math.max(0, state.budget.left) });
+  const ex = extractCommands(src, { home: env.home, environment: knownEnvironment(env), positional, limit: Math.max(0, state.budget.left), deadline: state.budget.deadline });
   if (top) top.extraction = ex;
   if (!ex.ok) return [finding("review", "shell-unparseable", `the command cannot be read statically: ${ex.reason}`)];
   const out: Finding[] = [];
@@ -162,7 +162,7 @@ function analyzeScript(src: string, env: ShellEnv, state: ScriptState, depth: nu
     keepWorst(state, out, from);
   }
   // The reading stopped where the commands would cost more than the budget holds.
-  if (ex.truncated) throw new TooComplex(`judging its commands takes more than the ${state.budget.total} steps the gate spends on one command`);
+  if (ex.truncated) throw new TooComplex(`reading and judging its commands takes more than the gate spends on one command (${state.budget.total} steps, ${state.budget.deadlineMs} ms)`);
   settleCd(pending, undefined, state);
   out.push(...redirectFindings(ex.compoundRedirs, an, undefined));
   keepWorst(state, out);

@@ -83,6 +83,8 @@ export interface ExtractOptions {
    * `truncated`, holding the commands up to that point.
    */
   readonly limit?: number;
+  /** performance.now() past which the reading stops the same way (checked every 256 nodes, from the 1024th). */
+  readonly deadline?: number;
 }
 
 /**
@@ -315,7 +317,13 @@ export function extractCommands(src: string, opts: ExtractOptions): Extraction {
       nodes.push(c);
     };
     let nextLoop = 0;
+    let visited = 0;
     while (nodes.length > 0 && error === undefined && !truncated) {
+      // Only a long reading can be cut short by the clock: a short one cannot owe its length to a pause.
+      if ((++visited & 255) === 0 && visited >= 1024 && opts.deadline !== undefined && performance.now() > opts.deadline) {
+        truncated = true;
+        break;
+      }
       const n = nodes.pop()!;
       const frame = frames.pop()!;
       // Inside a function body $1 is the function's own argument.
