@@ -1,23 +1,22 @@
 // pi-auto-mode's Pi extension: lifecycle wiring only. Decisions live in policy/, state in state/.
 
-import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI, ExtensionContext, ToolCallEvent, ToolCallEventResult } from "@earendil-works/pi-coding-agent";
+import { DENIAL_HEAD, DO_NOT_ROUTE_AROUND } from "./policy/denial.ts";
 import { getAgentDir } from "@earendil-works/pi-coding-agent";
 import { DECISION_ENTRY_TYPE } from "./audit/decision-record.ts";
 import { registerPermCommands } from "./commands/perm.ts";
 import { registerReviewerCommand } from "./commands/reviewer.ts";
 import { registerUndoCommand } from "./commands/undo.ts";
-import { createReviewService } from "./review/service.ts";
+import type { ReviewService } from "./review/service.ts";
 import { addUsage } from "./review/types.ts";
 import { createUsageLedger } from "./review/usage-ledger.ts";
-import { createReviewHook, heldEffectsReviewer, REVIEW_ENTRY_TYPE, REVIEW_STATUS_KEY } from "./tools/review-call.ts";
+import type { heldEffectsReviewer as HeldEffectsReviewer, ReviewHook } from "./tools/review-call.ts";
 import { effectStore } from "./effects/store.ts";
-import { repairStaging } from "./effects/repair.ts";
 import { undoBounds } from "./policy/config/load.ts";
 import { loadPolicyConfig } from "./policy/config/load.ts";
 import { followingGlobalState } from "./state/global.ts";
 import { createRuntimeState } from "./state/runtime-state.ts";
 import { MODE_ENTRY_TYPE, restoredMode, type ModeEntry } from "./state/session.ts";
-import { createToolCallGate } from "./tools/tool-call-gate.ts";
 import { createCallsInFlight } from "./tools/concurrent-calls.ts";
 import { showStatus } from "./ui/status.ts";
 import { createSandboxedBashTool, isActiveBash } from "./tools/bash.ts";
@@ -37,9 +36,11 @@ export default function autoMode(pi: ExtensionAPI): void {
   const sandboxOwner = `session-${randomUUID()}`;
   const admissions = createAdmissionBook();
   // The reviewer for held effects and the gate's review hook share one service, ledger and record.
-  const reviews = createReviewService();
+  // The gate, the reviewer and the effects are loaded at the first tool call, not with Pi (start-up).
+  let reviews: ReviewService | undefined;
   const ledger = createUsageLedger();
-  let reviewHook: ReturnType<typeof createReviewHook> | undefined;
+  let reviewHook: ReviewHook | undefined;
+  let heldReviewer: typeof HeldEffectsReviewer | undefined;
   const bashTool = createSandboxedBashTool({
     controller: () => sandbox,
     admissions,
@@ -48,7 +49,7 @@ export default function autoMode(pi: ExtensionAPI): void {
       store: () => effectStore(getAgentDir()),
       bounds: () => undoBounds(loadPolicyConfig({ agentDir: getAgentDir(), cwd: process.cwd(), home: homedir() })),
       // Held effects go to the reviewer only while auto mode gates with one configured.
-      reviewer: ({ toolCallId, ctx }) => (reviewHook && runtime.effective("ok") === "auto" ? heldEffectsReviewer(reviewHook, { toolCallId, ctx, home: homedir() }) : undefined),
+      reviewer: ({ toolCallId, ctx }) => (reviewHook && heldReviewer && runtime.effective("ok") === "auto" ? heldReviewer(reviewHook, { toolCallId, ctx, home: homedir() }) : undefined),
     },
   });
   pi.registerTool(bashTool);
@@ -96,6 +97,7 @@ export default function autoMode(pi: ExtensionAPI): void {
     if (event.reason !== "reload" && last && (last.data as ModeEntry | undefined)?.mode !== "auto") pi.appendEntry<ModeEntry>(MODE_ENTRY_TYPE, { mode: "auto" });
     await runtime.global.read();
     // An apply a crash interrupted is finished (or reported) before any new command runs (P17).
+    const { repairStaging } = await import("./effects/repair.ts");
     await repairStaging(getAgentDir(), ctx.cwd, (text) => (ctx.hasUI ? ctx.ui.notify(text, "warning") : process.stderr.write(`${text}\n`)));
     sandbox.attach(sandboxOwner);
     refresh(ctx);
@@ -117,7 +119,7 @@ export default function autoMode(pi: ExtensionAPI): void {
   pi.on("tool_execution_end", (event) => inFlight.finish(event.toolCallId));
   // A new user turn: the per-turn breaker starts closed again (P13); nothing of the last run still runs.
   pi.on("agent_start", () => {
-    reviews.newTurn();
+    reviews?.newTurn();
     inFlight.clear();
   });
   // Reviewer usage joins the tool result Pi keeps (also for blocked calls), so session totals stay true.
@@ -131,10 +133,10 @@ export default function autoMode(pi: ExtensionAPI): void {
   // Lifecycle changes move the session revision, so nothing bound to the old one still matches.
   pi.on("session_shutdown", async (_e, ctx) => {
     runtime.bump();
-    reviews.abortAll("the session is shutting down");
+    reviews?.abortAll("the session is shutting down");
     ledger.clear();
     inFlight.clear();
-    if (ctx.hasUI) ctx.ui.setStatus(REVIEW_STATUS_KEY, undefined);
+    if (ctx.hasUI) ctx.ui.setStatus("auto-mode-review", undefined);
     unsubscribe();
     lastCtx = undefined;
     // The last session of the process drains the sandbox: running commands end, placeholders go.
@@ -149,26 +151,42 @@ export default function autoMode(pi: ExtensionAPI): void {
     if (restoredMode("reload", customEntries(ctx)) !== requested) pi.appendEntry<ModeEntry>(MODE_ENTRY_TYPE, { mode: requested });
   });
 
-  pi.on(
-    "tool_call",
-    createToolCallGate({
+  // The gate itself, built at the first tool call (its modules are most of the extension).
+  let gate: Promise<(event: ToolCallEvent, ctx: ExtensionContext) => Promise<ToolCallEventResult | undefined>> | undefined;
+  const buildGate = async () => {
+    const [{ createToolCallGate }, review, { createReviewService }] = await Promise.all([import("./tools/tool-call-gate.ts"), import("./tools/review-call.ts"), import("./review/service.ts")]);
+    reviews ??= createReviewService();
+    heldReviewer = review.heldEffectsReviewer;
+    reviewHook = review.createReviewHook({ runtime, service: reviews, ledger, record: (r) => pi.appendEntry(review.REVIEW_ENTRY_TYPE, r) });
+    return createToolCallGate({
       runtime,
       agentDir: getAgentDir,
       record: (r, ctx) => {
         pi.appendEntry(DECISION_ENTRY_TYPE, r);
         refresh(ctx);
       },
-      review: (reviewHook = createReviewHook({ runtime, service: reviews, ledger, record: (r) => pi.appendEntry(REVIEW_ENTRY_TYPE, r) })),
+      review: reviewHook,
       off: refresh,
       // An escalation is reviewed through the same hook as a review route (tool-call-gate.ts); this reviewer only answers where none can run.
       sandbox: createSandboxGateLink({ admissions, reviewer: () => NO_REVIEWER }),
       inFlight,
       // A shell command's route depends on the backend: it waits for the probe.
       ready: () => sandbox.ready(),
-    }),
-  );
+    });
+  };
+  pi.on("tool_call", async (event, ctx) => {
+    let handle;
+    try {
+      handle = await (gate ??= buildGate());
+    } catch (e) {
+      gate = undefined;
+      // A gate that cannot be built decides nothing: the call does not run (P5).
+      return { block: true, reason: `${DENIAL_HEAD} Auto mode could not load its gate (${(e as Error)?.message ?? String(e)}), so this call does not run. ${DO_NOT_ROUTE_AROUND}` };
+    }
+    return handle(event, ctx);
+  });
 
-  const abortReviews = (reason: string) => reviews.abortAll(reason);
+  const abortReviews = (reason: string) => reviews?.abortAll(reason);
   registerPermCommands(pi, { runtime, refresh, onModeChange: abortReviews });
   registerReviewerCommand(pi, { runtime, refresh, onModeChange: abortReviews, onReviewerChange: abortReviews });
   registerUndoCommand(pi);

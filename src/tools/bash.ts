@@ -21,8 +21,7 @@ import type { Admission, AdmissionBook } from "../sandbox/admission.ts";
 import type { SandboxController } from "../sandbox/controller.ts";
 import { SANDBOX_PERMISSIONS } from "../sandbox/escalation.ts";
 import { DENIAL_HEAD } from "../policy/denial.ts";
-import { reportText } from "../effects/report.ts";
-import { settleEffects, type EffectReport, type HeldReviewer } from "../effects/settle.ts";
+import type { EffectReport, HeldReviewer } from "../effects/settle.ts";
 import type { EffectStore } from "../effects/store.ts";
 import type { UndoBounds } from "../effects/undo.ts";
 
@@ -95,8 +94,8 @@ export function sandboxOperations(controller: SandboxController, run: SandboxRun
           env: env ?? process.env,
           shell,
           workspace,
-          settle: (end) =>
-            settleEffects({
+          settle: async (end) =>
+            (await import("../effects/settle.ts")).settleEffects({
               ...end,
               places: scope.places,
               protectedGlobs: scope.protectedGlobs,
@@ -133,9 +132,7 @@ export function sandboxOperations(controller: SandboxController, run: SandboxRun
 type ToolResult = Awaited<ReturnType<ToolDefinition["execute"]>>;
 
 /** The command's own result with what became of its changes next to its output (P17). */
-function withEffects(result: ToolResult, report: EffectReport | undefined, workspace: string): ToolResult {
-  if (!report) return result;
-  const text = reportText(report, workspace);
+function withEffects(result: ToolResult, text: string, report: EffectReport): ToolResult {
   if (!text) return result;
   const content = [...(result.content ?? [])];
   const last = content.findLastIndex((c) => c.type === "text");
@@ -187,7 +184,9 @@ export function createSandboxedBashTool(deps: BashToolDeps, cwd: string = proces
       const workspace = a.placement === "sandbox" ? a.scope.places.workspace : ctx.cwd;
       try {
         const result = await run.execute(toolCallId, { command: p.command, timeout: p.timeout }, signal, onUpdate, ctx);
-        return withEffects(result, sandboxRun?.report, workspace);
+        if (!sandboxRun?.report) return result;
+        const { reportText } = await import("../effects/report.ts");
+        return withEffects(result, reportText(sandboxRun.report, workspace), sandboxRun.report);
       } catch (e) {
         // Pi throws for aborts and timeouts; a staged command's changes were not applied then.
         const note = sandboxRun && a.placement === "sandbox" && a.workspace === "staged" && sandboxRun.report === undefined ? "\n\n[auto mode] None of the command's changes to the workspace were applied." : "";

@@ -88,6 +88,34 @@ export function compareVersions(a: string, b: string): number {
   return 0;
 }
 
+/**
+ * bubblewrap's version, remembered by its inode, size and time in the run folder: asking it is a
+ * process (~5 ms) at every start otherwise.
+ */
+function bwrapVersion(bwrap: string, runDir: string): { version: string } | { problem: string } {
+  const st = statSync(bwrap);
+  const stamp = `${bwrap}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
+  const file = join(runDir, "bwrap-version.json");
+  try {
+    const known = JSON.parse(readFileSync(file, "utf8")) as { stamp?: unknown; version?: unknown };
+    if (known.stamp === stamp && typeof known.version === "string" && /^\d+\.\d+(\.\d+)?$/.test(known.version)) return { version: known.version };
+  } catch {
+    // not remembered yet
+  }
+  const v = spawnSync(bwrap, ["--version"], { encoding: "utf8", timeout: 5000 });
+  const version = /(\d+\.\d+(?:\.\d+)?)/.exec(v.stdout ?? "")?.[1];
+  if (!version) return { problem: `${bwrap} --version did not answer (${(v.error?.message ?? v.stderr ?? "").trim() || `exit ${v.status}`})` };
+  try {
+    ensureRunDir(runDir);
+    const tmp = `${file}.${process.pid}.tmp`;
+    writeFileSync(tmp, JSON.stringify({ stamp, version }), { mode: 0o600 });
+    renameSync(tmp, file);
+  } catch {
+    // remembering it is only a saving
+  }
+  return { version };
+}
+
 /** Install hints, by the package manager this system has. */
 function installHint(): string {
   if (existsSync("/usr/bin/apt-get")) return "apt-get install bubblewrap";
@@ -142,7 +170,10 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
   let ahead: { key: string; run: StageRun; spec: SpawnSpec } | undefined;
   let next: { key: string; places: Places; stageRoot: string } | undefined;
   const local = createLaunchPool();
-  const startedSpawner = () => (spawner ??= startSpawner(cgroup?.dir));
+  const startedSpawner = () => {
+    ensureCgroup();
+    return (spawner ??= startSpawner(cgroup?.dir));
+  };
   const launchKey = (places: Places, stageRoot: string) => JSON.stringify([stagedRootsOf(places), stageRoot, gitDirsIn(places, places.workspace)]);
   /** The holder for one run: everything but the sandbox's argv, which it reads when told to start. */
   const holderLaunch = (run: StageRun, places: Places, stageRoot: string): SpawnSpec => {
@@ -200,9 +231,9 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
       return { ok: false, reason: `bubblewrap (bwrap) not installed: ${hint}`, missing: [hint] };
     }
     if ((statSync(bwrap).mode & 0o4000) !== 0) return { ok: false, reason: `${bwrap} is setuid root; only an unprivileged bubblewrap is supported`, missing: [] };
-    const v = spawnSync(bwrap, ["--version"], { encoding: "utf8", timeout: 5000 });
-    const version = /(\d+\.\d+(?:\.\d+)?)/.exec(v.stdout ?? "")?.[1];
-    if (!version) return { ok: false, reason: `${bwrap} --version did not answer (${(v.error?.message ?? v.stderr ?? "").trim() || `exit ${v.status}`})`, missing: [] };
+    const found = bwrapVersion(bwrap, runDir);
+    if ("problem" in found) return { ok: false, reason: found.problem, missing: [] };
+    const version = found.version;
     if (compareVersions(version, data.bwrap.minVersion) < 0)
       return { ok: false, reason: `bubblewrap ${version} is too old: ${data.bwrap.minVersion} or later is needed for --disable-userns`, missing: [`bubblewrap >= ${data.bwrap.minVersion}`] };
     notes.push(`bubblewrap ${version} at ${bwrap}`);
@@ -226,18 +257,27 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
       return { ok: false, reason: `cannot prepare the sandbox's folder ${runDir}: ${(e as Error).message}`, missing: [] };
     }
     limits = sandboxLimits(opts.limits);
-    cgroup = opts.cgroup === false ? undefined : createPidsCgroup(limits.processes);
-    const euid = typeof process.geteuid === "function" ? process.geteuid() : -1;
-    const kind = processLimitKind(cgroup, euid);
-    notes.push(
-      kind === "pids-cgroup"
-        ? `process limit ${limits.processes} (pids cgroup ${cgroup!.dir})`
-        : kind === "rlimit"
-          ? `process limit ${limits.processes} (rlimit)`
-          : "process limit: none (root is exempt from the process rlimit and no pids cgroup could be made)",
-    );
     notes.push(`memory limit ${Math.round(limits.dataBytes / 2 ** 20)} MiB of data per process`);
     return { ok: true, notes };
+  };
+
+  // The pids cgroup is made with the first command (making it costs a process and ~10 ms at start).
+  let cgroupTried = false;
+  const ensureCgroup = () => {
+    if (cgroupTried || !limits) return;
+    cgroupTried = true;
+    cgroup = opts.cgroup === false ? undefined : createPidsCgroup(limits.processes);
+  };
+  const limitNote = (): string | undefined => {
+    if (!limits) return undefined;
+    const euid = typeof process.geteuid === "function" ? process.geteuid() : -1;
+    if (!cgroupTried && euid === 0 && opts.cgroup !== false) return `process limit ${limits.processes} (a pids cgroup, made with the first command)`;
+    const kind = processLimitKind(cgroup, euid);
+    return kind === "pids-cgroup"
+      ? `process limit ${limits.processes} (pids cgroup ${cgroup!.dir})`
+      : kind === "rlimit"
+        ? `process limit ${limits.processes} (rlimit)`
+        : "process limit: none (root is exempt from the process rlimit and no pids cgroup could be made)";
   };
 
   return {
@@ -402,6 +442,7 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
       if (s) await s.then((x) => x.close(), () => {});
       if (cgroup) await removePidsCgroup(cgroup);
       cgroup = undefined;
+      cgroupTried = false;
       if (failure) throw failure;
       // A later start checks again, and makes a new cgroup.
       checked = undefined;
@@ -412,7 +453,8 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
       if (!c) return [];
       const st = staging?.status;
       const stage = st ? [st.available ? `staging: ${st.how}` : `staging unavailable: ${st.reason}`] : [];
-      return [...(c.ok ? c.notes : [c.reason]), ...stage];
+      const limit = c.ok ? limitNote() : undefined;
+      return [...(c.ok ? c.notes : [c.reason]), ...(limit ? [limit] : []), ...stage];
     },
   };
 }
