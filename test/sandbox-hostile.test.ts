@@ -662,16 +662,19 @@ describe("limits and concurrency", () => {
     assert.equal(existsSync(join(f.ws, ".codex")), false, "and the last holder removed them");
   });
 
-  test("a process bomb stops at the process limit", async (t) => {
-    const reason = skip();
-    if (reason) return t.skip(reason);
-    const limited = createLinuxDriver({ runDir: join(scratch, "run-limited"), limits: { processes: 40, dataBytes: 2 * 2 ** 30, shmBytes: 2 ** 26 }, lingerMs: 0 });
-    const c = createController({ platform: "linux", driver: limited });
-    const p = await c.ready();
-    assert.equal(p.backend, "sandboxed", p.reason);
-    const f = fixture();
-    // Every child that really started leaves a file, so the host can count them.
-    const script = `${PY} -c 'import os,time
+  // Through the spawner helper (the agent) and from the process itself (the CLI's one-shot runs,
+  // where each sandbox joins the cgroup before it starts).
+  for (const spawner of [true, false]) {
+    test(`a process bomb stops at the process limit (${spawner ? "through the spawner" : "one-shot, no spawner"})`, async (t) => {
+      const reason = skip();
+      if (reason) return t.skip(reason);
+      const limited = createLinuxDriver({ runDir: join(scratch, `run-limited-${spawner}`), limits: { processes: 40, dataBytes: 2 * 2 ** 30, shmBytes: 2 ** 26 }, lingerMs: 0, spawner });
+      const c = createController({ platform: "linux", driver: limited });
+      const p = await c.ready();
+      assert.equal(p.backend, "sandboxed", p.reason);
+      const f = fixture();
+      // Every child that really started leaves a file, so the host can count them.
+      const script = `${PY} -c 'import os,time
 for i in range(120):
     try:
         pid = os.fork()
@@ -680,13 +683,16 @@ for i in range(120):
     if pid == 0:
         open("kid%d" % i, "w").close(); time.sleep(1.5); os._exit(0)
 time.sleep(0.5)'`;
-    const r = await runIn(f, script, { controller: c });
-    assert.deepEqual(await c.drain(), { ok: true }, "the limited sandbox cleans up after itself");
-    assert.equal(r.kind, "exited");
-    const kids = readdirSync(f.ws).filter((n) => n.startsWith("kid")).length;
-    t.diagnostic(`${kids} of 120 children started under a limit of 40 (${limited.facts().join("; ")})`);
-    assert.ok(kids > 0 && kids < 40, `${kids} children started`);
-  });
+      const r = await runIn(f, script, { controller: c });
+      // Read before the drain, which removes the cgroup.
+      const facts = limited.facts().join("; ");
+      assert.deepEqual(await c.drain(), { ok: true }, "the limited sandbox cleans up after itself");
+      assert.equal(r.kind, "exited");
+      const kids = readdirSync(f.ws).filter((n) => n.startsWith("kid")).length;
+    t.diagnostic(`${kids} of 120 children started under a limit of 40 (${facts})`);
+      assert.ok(kids > 0 && kids < 40, `${kids} children started`);
+    });
+  }
 
   test("staged: a commit in a linked worktree (its git dir outside the workspace) lands; the main repository's config and hooks do not change", async (t) => {
     const reason = skip();

@@ -472,10 +472,14 @@ describe("the remembered probe (probe-cache.ts)", () => {
     const miss = await probeWithCache(driverWith({ file, key: "k2" }, prepares));
     assert.equal(miss.ok, false, "a different key runs the real probe (which fails here)");
     assert.equal(prepares.n, 1);
-    assert.ok(readProbeCache(file, "k1"), "a failure never replaces a remembered pass");
+    assert.ok(readProbeCache(file, "k1"), "a failure under another key keeps this pass");
     assert.equal(readProbeCache(file, "k1", Date.now() + 25 * 3600 * 1000), undefined, "a day old: probed again");
     const fresh = await probeWithCache(driverWith({ file, key: "k1" }, prepares), true);
     assert.equal(fresh.ok, false, "doctor's fresh probe does not trust the remembered pass");
+    assert.equal(readProbeCache(file, "k1"), undefined, "and its failure forgets the pass: the next start probes too");
+    writeProbeCache(file, "k1", PASS);
+    writeProbeCache(file, "k4", PASS);
+    assert.ok(readProbeCache(file, "k1") && readProbeCache(file, "k4"), "two ways of running the sandbox keep their own passes");
     writeFileSync(file, "{not json");
     assert.equal(readProbeCache(file, "k1"), undefined);
     writeProbeCache(file, "k3", { ok: false, ms: 1, driver: "x", reason: "no", missing: [] });

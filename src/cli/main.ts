@@ -1,17 +1,18 @@
 // The `pi-auto-mode` command: dispatch to one module per subcommand. Returns the exit code
 // instead of calling process.exit, so buffered output is flushed and tests can call it in-process.
 
-import { runCheck } from "./check.ts";
-import { ownPackage, runDoctor } from "./doctor.ts";
-import { runEval } from "./eval.ts";
 import { CliError, EXIT, processIo, type Io } from "./io.ts";
-import { runSandbox } from "./sandbox.ts";
-import { runUndo } from "./undo.ts";
 
-/** A subcommand. The command modules load the gate lazily, after their arguments are parsed. */
+/** A subcommand. Only the one asked for is loaded, and it loads the gate after its arguments are parsed. */
 type Command = (argv: readonly string[], io: Io) => Promise<number>;
 
-const COMMANDS: Readonly<Record<string, Command>> = { check: runCheck, eval: runEval, doctor: runDoctor, sandbox: runSandbox, undo: runUndo };
+const COMMANDS: Readonly<Record<string, Command>> = {
+  check: async (argv, io) => (await import("./check.ts")).runCheck(argv, io),
+  eval: async (argv, io) => (await import("./eval.ts")).runEval(argv, io),
+  doctor: async (argv, io) => (await import("./doctor.ts")).runDoctor(argv, io),
+  sandbox: async (argv, io) => (await import("./sandbox.ts")).runSandbox(argv, io),
+  undo: async (argv, io) => (await import("./undo.ts")).runUndo(argv, io),
+};
 
 export const MAIN_HELP = `Usage: pi-auto-mode <command> [options]
 
@@ -58,6 +59,7 @@ export async function main(argv: string[], io: Io = processIo()): Promise<number
       return await target(["--help"], io);
     }
     if (first === "--version" || first === "-V") {
+      const { ownPackage } = await import("./doctor.ts");
       io.out(`${ownPackage().version ?? "unknown"}\n`);
       return EXIT.ok;
     }

@@ -61,51 +61,59 @@ export async function runSandbox(argv: readonly string[], io: Io): Promise<numbe
   const timeout = timeoutText === undefined ? undefined : Number(timeoutText);
   if (timeout !== undefined && (!Number.isFinite(timeout) || timeout <= 0)) throw new CliError(`sandbox: --timeout must be a positive number of seconds, not ${JSON.stringify(timeoutText)}`);
 
-  const { prepareGate } = await import("../policy/gate.ts");
-  const { agentDirFromEnv, defaultTmpRoot, selfPaths } = await import("../state/locations.ts");
-  const { sharedController } = await import("../sandbox/controller.ts");
-  const { findOnPath } = await import("../sandbox/linux/driver.ts");
+  const [{ loadPolicyConfig, undoBounds }, { buildPlaces }, { agentDirFromEnv, defaultTmpRoot, selfPaths }] = await Promise.all([
+    import("../policy/config/load.ts"),
+    import("../policy/places.ts"),
+    import("../state/locations.ts"),
+  ]);
   const home = homedir();
   const agentDir = agentDirFromEnv(io.env, home);
-  // The same places and configuration the gate judges the agent's calls against.
-  const gate = prepareGate({ cwd, home, agentDir, defaultTmpRoot: defaultTmpRoot(), selfPaths: selfPaths(agentDir) });
-  if (!gate.config.ok) {
-    io.err(`pi-auto-mode sandbox: the configuration ${gate.config.path} is invalid (${gate.config.message}); auto mode runs nothing until it is fixed\n`);
+  // The same places and configuration the gate judges the agent's calls against (policy/gate.ts);
+  // the gate's shell analysis is not needed to run a command.
+  const config = loadPolicyConfig({ agentDir, cwd, home });
+  if (!config.ok) {
+    io.err(`pi-auto-mode sandbox: the configuration ${config.path} is invalid (${config.message}); auto mode runs nothing until it is fixed\n`);
     return SANDBOX_EXIT.unavailable;
   }
-  const { effectStore } = await import("../effects/store.ts");
-  const { settleEffects } = await import("../effects/settle.ts");
-  const { reportText } = await import("../effects/report.ts");
-  const { undoBounds } = await import("../policy/config/load.ts");
-  const { repairStaging } = await import("../effects/repair.ts");
+  const places = buildPlaces({ workspace: cwd, tmpRoot: config.config.tmpRoot ?? defaultTmpRoot(), home, agentDir, selfPaths: selfPaths(agentDir) });
+  const protectedGlobs = config.config.protectedPaths;
+  const [{ effectStore }, { settleEffects }, { reportText }, { repairStaging }, { createController }, linux] = await Promise.all([
+    import("../effects/store.ts"),
+    import("../effects/settle.ts"),
+    import("../effects/report.ts"),
+    import("../effects/repair.ts"),
+    import("../sandbox/controller.ts"),
+    import("../sandbox/linux/driver.ts"),
+  ]);
   const store = effectStore(agentDir);
-  const bounds = undoBounds(gate.config);
+  const bounds = undoBounds(config);
   await repairStaging(agentDir, cwd, (text) => io.err(`${text}\n`));
-  const controller = sharedController();
+  // One command: started from this process, without the spawner helper the agent keeps for its
+  // many (starting the helper costs more than it saves once).
+  const controller = createController(process.platform === "linux" ? { driver: linux.createLinuxDriver({ spawner: false }) } : {});
   const status = await controller.ready();
   if (status.backend !== "sandboxed" && status.backend !== "sandboxed-unstaged") {
     io.err(`pi-auto-mode sandbox: no OS sandbox (${status.backend}): ${status.reason}\n`);
     return SANDBOX_EXIT.unavailable;
   }
   if (status.backend === "sandboxed-unstaged") io.err(`pi-auto-mode sandbox: the workspace cannot be staged here (${status.reason}); the command writes it in place\n`);
-  const shell = existsSync("/bin/bash") ? "/bin/bash" : (findOnPath("bash", io.env) ?? "bash");
+  const shell = existsSync("/bin/bash") ? "/bin/bash" : (linux.findOnPath("bash", io.env) ?? "bash");
   const abort = new AbortController();
   const onSignal = () => abort.abort();
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
   try {
     const command = commandLine(args.rest);
-    const places = gate.judge.places;
     const r = await controller.run(
       {
         command,
         cwd,
-        scope: { places, protectedGlobs: gate.judge.protectedGlobs },
+        scope: { places, protectedGlobs },
         env: io.env,
         shell,
         workspace: status.backend === "sandboxed" ? "staged" : "direct",
         // No reviewer here: held effects are discarded (P17).
-        settle: (end) => settleEffects({ ...end, places, protectedGlobs: gate.judge.protectedGlobs, command, store, bounds }),
+        settle: (end) => settleEffects({ ...end, places, protectedGlobs, command, store, bounds }),
       },
       { onData: (b) => io.out(b.toString("utf8")), signal: abort.signal, timeout },
     );

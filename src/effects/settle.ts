@@ -5,15 +5,11 @@
 
 import type { Places } from "../policy/places.ts";
 import type { StageRun } from "../sandbox/stage.ts";
-import { applyEffects, type ApplyResult } from "./apply.ts";
+import type { ApplyResult } from "./apply.ts";
 import type { StagedFacts } from "./facts.ts";
-import { judgeEffects, type EffectJudgement } from "./judge.ts";
-import { heldSummary } from "./report.ts";
-import { effectPolicy } from "./rules.ts";
+import type { EffectJudgement } from "./judge.ts";
 import type { EffectStore } from "./store.ts";
 import type { UndoBounds } from "./undo.ts";
-import { agentCreatedIn } from "./provenance.ts";
-import { recentLoss } from "./undo.ts";
 
 /** The reviewer's answer on held effects. Anything but an explicit allow discards them. */
 export type HeldVerdict = { readonly allow: true; readonly rationale: string } | { readonly allow: false; readonly rationale: string; readonly noReviewer?: boolean };
@@ -40,9 +36,29 @@ export type EffectReport =
   | { readonly outcome: "applied"; readonly judgement: Extract<EffectJudgement, { verdict: "apply" | "hold" }>; readonly result: ApplyResult; readonly reviewed?: string }
   | { readonly outcome: "discarded"; readonly why: "held" | "unreadable" | "forbidden" | "stopped" | "failed"; readonly detail: string; readonly judgement?: EffectJudgement; readonly rationale?: string; readonly noReviewer?: boolean };
 
+/** A command that left every staged root as it found it: nothing to judge or apply. */
+function untouched(facts: StagedFacts): boolean {
+  return facts.ok && facts.roots.every((r) => r.changes.length === 0 && !r.truncated && r.badNames.length === 0 && r.gitAfter.length === 0);
+}
+
 export async function settleEffects(req: SettleRequest): Promise<EffectReport> {
+  // Most commands (reads, tests, builds into the temporary root) change nothing in the workspace:
+  // the judge and its rules are loaded only for one that did.
+  if (untouched(req.facts)) return { outcome: "nothing" };
   let judgement: EffectJudgement;
+  let applyEffects: typeof import("./apply.ts").applyEffects;
+  let heldSummary: typeof import("./report.ts").heldSummary;
   try {
+    const [{ judgeEffects }, { effectPolicy }, { agentCreatedIn }, { recentLoss }, apply, report] = await Promise.all([
+      import("./judge.ts"),
+      import("./rules.ts"),
+      import("./provenance.ts"),
+      import("./undo.ts"),
+      import("./apply.ts"),
+      import("./report.ts"),
+    ]);
+    applyEffects = apply.applyEffects;
+    heldSummary = report.heldSummary;
     judgement = judgeEffects({
       run: req.run,
       startCtimeNs: req.startCtimeNs,

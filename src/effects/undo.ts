@@ -15,14 +15,8 @@ import { dirname, join, relative } from "node:path";
 import { identityAt, sameInode, type Identity } from "./identity.ts";
 import { fsyncDir, undoDirOf, withWorkspaceLockSync, writeDurable, type EffectStore } from "./store.ts";
 
-export interface UndoBounds {
-  /** Applied commands kept per workspace. */
-  readonly maxCommands: number;
-  /** Bytes of pre-images kept per workspace. */
-  readonly maxBytes: number;
-}
-
-export const DEFAULT_UNDO_BOUNDS: UndoBounds = { maxCommands: 20, maxBytes: 512 * 2 ** 20 };
+export { DEFAULT_UNDO_BOUNDS, type UndoBounds } from "./undo-bounds.ts";
+import type { UndoBounds } from "./undo-bounds.ts";
 
 export interface UndoEntryOp {
   readonly kind: "put" | "remove";

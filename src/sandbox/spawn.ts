@@ -24,6 +24,17 @@ export interface SpawnSpec {
   readonly staged?: StagedLaunch;
   /** Stop the command before it fills the disks its writes land on. */
   readonly disk?: DiskGuard;
+  /**
+   * A pids cgroup's `cgroup.procs` the child joins before it becomes the sandbox, where no spawner
+   * helper already lives in the cgroup (a one-shot run): a child that cannot join does not start.
+   */
+  readonly cgroupProcs?: string;
+}
+
+/** The file and argv to spawn: the spec's own, or a shell that joins the cgroup and then becomes it (same pid). */
+function commandOf(spec: SpawnSpec): [string, string[]] {
+  if (spec.cgroupProcs === undefined) return [spec.file, [...spec.args]];
+  return ["/bin/sh", ["-c", 'echo $$ >"$0" && exec "$@"', spec.cgroupProcs, spec.file, ...spec.args]];
 }
 
 /**
@@ -117,7 +128,8 @@ export function launchSandbox(spec: SpawnSpec): Launched {
   for (let fd = 3; fd <= lastFd; fd++) stdio.push(fd === spec.startedFd || fd === spec.staged?.fd ? "pipe" : fd === 3 && fd3 !== undefined ? fd3 : "ignore");
   let child: ReturnType<typeof spawn>;
   try {
-    child = spawn(spec.file, [...spec.args], { cwd: spec.cwd, env: spec.env, stdio, detached: true });
+    const [file, args] = commandOf(spec);
+    child = spawn(file, args, { cwd: spec.cwd, env: spec.env, stdio, detached: true });
   } finally {
     if (fd3 !== undefined) closeSync(fd3);
   }

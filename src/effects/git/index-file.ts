@@ -7,7 +7,7 @@
 // honour (a split index keeps most entries in another file, so this file alone would mislead).
 
 import { createHash } from "node:crypto";
-import { hashLength, readFileBounded, type ObjectFormat } from "./objects.ts";
+import { hashLength, readFileBounded, type ObjectFormat } from "./bounded.ts";
 
 export type IndexEntry = {
   path: string;

@@ -13,8 +13,10 @@ import { createHash } from "node:crypto";
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync } from "node:fs";
 import { join } from "node:path";
 import { inflateSync } from "node:zlib";
+import { hashLength, isOid, readFileBounded, type ObjectFormat } from "./bounded.ts";
 
-export type ObjectFormat = "sha1" | "sha256";
+export { hashLength, isOid, readFileBounded, type ObjectFormat };
+
 export type ObjectType = "commit" | "tree" | "blob" | "tag";
 export type GitObject = { type: ObjectType; data: Buffer };
 
@@ -49,17 +51,6 @@ const CHAIN_HELD_BYTES = 8 * 1024 * 1024;
 /** A pack index this large would describe tens of millions of objects: refuse it. */
 const MAX_IDX_BYTES = 1024 * 1024 * 1024;
 
-export function hashLength(format: ObjectFormat): number {
-  return format === "sha256" ? 32 : 20;
-}
-
-const HEX40 = /^[0-9a-f]{40}$/;
-const HEX64 = /^[0-9a-f]{64}$/;
-
-export function isOid(value: string, format: ObjectFormat): boolean {
-  return (format === "sha256" ? HEX64 : HEX40).test(value);
-}
-
 function checkOid(oid: string, format: ObjectFormat): void {
   if (typeof oid !== "string" || !isOid(oid, format)) {
     throw new TypeError(`not a lowercase ${format} object id: ${String(oid)}`);
@@ -76,38 +67,6 @@ export function hashObject(type: ObjectType, content: Buffer, format: ObjectForm
 
 // ---------------------------------------------------------------------------------------------
 // Files
-
-/**
- * The whole content of a regular file, at most `maxBytes`; undefined for anything else. O_NOFOLLOW
- * and O_NONBLOCK because a hostile repository can put a symlink to /dev/zero or a FIFO where a
- * file should be: the first would make us read forever, the second would block forever.
- */
-export function readFileBounded(path: string, maxBytes: number): Buffer | undefined {
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch {
-    return undefined;
-  }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile() || st.size > maxBytes) return undefined;
-    const buf = Buffer.allocUnsafe(st.size);
-    let got = 0;
-    while (got < st.size) {
-      const n = readSync(fd, buf, got, st.size - got, got);
-      if (n <= 0) return undefined;
-      got += n;
-    }
-    // A file that grew while we read it is being written: not a state to judge.
-    if (readSync(fd, Buffer.allocUnsafe(1), 0, 1, got) !== 0) return undefined;
-    return buf;
-  } catch {
-    return undefined;
-  } finally {
-    closeSync(fd);
-  }
-}
 
 /** Exactly `length` bytes at `position`, or undefined (short file, I/O error). */
 function readAt(fd: number, length: number, position: number): Buffer | undefined {
@@ -152,7 +111,7 @@ export function parseCommit(data: Buffer, format?: ObjectFormat): Commit | undef
   const head = data.subarray(0, end < 0 ? data.length : end).toString("utf8");
   const message = end < 0 ? "" : data.subarray(end + 2).toString("utf8");
   const lines = head.split("\n");
-  const oidOk = (s: string): boolean => (format ? isOid(s, format) : HEX40.test(s) || HEX64.test(s));
+  const oidOk = (s: string): boolean => (format ? isOid(s, format) : isOid(s, "sha1") || isOid(s, "sha256"));
   let i = 0;
   const tree = lines[i]?.startsWith("tree ") ? lines[i]!.slice(5) : undefined;
   if (tree === undefined || !oidOk(tree)) return undefined;

@@ -9,7 +9,7 @@
 
 import { lstatSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { isOid, readFileBounded, type ObjectFormat } from "./objects.ts";
+import { isOid, readFileBounded, type ObjectFormat } from "./bounded.ts";
 
 export type Head = { kind: "symbolic"; target: string } | { kind: "detached"; oid: string };
 

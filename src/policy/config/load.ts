@@ -10,8 +10,8 @@ import { Value } from "typebox/value";
 import { ProjectConfigSchema, UserConfigSchema, type ProjectConfig, type RuleSpec, type UserConfig } from "./schema.ts";
 import { PROJECT_CONFIG_FILE, USER_CONFIG_FILE } from "./files.ts";
 import { compileRule, type CompiledRule, type RuleOrigin } from "../rules.ts";
-import { DEFAULT_UNDO_BOUNDS, type UndoBounds } from "../../effects/undo.ts";
-import { fullStamp, sameStamp, settled, type Stamp } from "../stamps.ts";
+import { DEFAULT_UNDO_BOUNDS, type UndoBounds } from "../../effects/undo-bounds.ts";
+import { absenceOf, fullStamp, sameStamp, settled, type Absence, type Stamp, type StampBook } from "../stamps.ts";
 
 export { PROJECT_CONFIG_FILE, USER_CONFIG_FILE };
 
@@ -47,13 +47,18 @@ interface CacheEntry {
   readonly settled: boolean;
   readonly text: string | undefined;
   readonly result: FileRead<unknown>;
+  /** The file had no entry: still missing while the directory that would hold it is unchanged. */
+  readonly absence?: Absence;
 }
 
 const cache = new Map<string, CacheEntry>();
 const MISSING: FileRead<never> = { kind: "missing" };
 
-function readValidated<T>(path: string, schema: typeof UserConfigSchema | typeof ProjectConfigSchema): FileRead<T> {
+function readValidated<T>(path: string, schema: typeof UserConfigSchema | typeof ProjectConfigSchema, book?: StampBook): FileRead<T> {
   const now = Date.now();
+  const hit = cache.get(path);
+  // Most setups have no configuration file: its directory, which the call checks anyway, says it is still missing.
+  if (hit?.absence && book?.absent(hit.absence)) return MISSING;
   let st: Stats | undefined;
   try {
     st = statSync(path, { throwIfNoEntry: false });
@@ -61,9 +66,13 @@ function readValidated<T>(path: string, schema: typeof UserConfigSchema | typeof
     if ((e as NodeJS.ErrnoException).code === "ENOENT" || (e as NodeJS.ErrnoException).code === "ENOTDIR") return MISSING;
     return { kind: "fault", message: `cannot stat: ${(e as Error).message}` };
   }
-  if (!st) return MISSING;
+  if (!st) {
+    const absence = book ? absenceOf(path, now) : undefined;
+    if (absence) cache.set(path, { key: undefined, settled: true, text: undefined, result: MISSING, absence });
+    else if (hit?.absence) cache.delete(path);
+    return MISSING;
+  }
   const key = fullStamp(st);
-  const hit = cache.get(path);
   if (hit && hit.settled && sameStamp(hit.key, key)) return hit.result as FileRead<T>;
   let text: string | undefined;
   let readFailure = "";
@@ -116,7 +125,8 @@ const LAYERED_SIZE = 16;
 
 const locations = new Map<string, { readonly user: string; readonly project: string }>();
 
-export function loadPolicyConfig(loc: ConfigLocation): ConfigResult {
+/** `book`: the call's shared look-ups (prepareGate), which let a missing file be known missing without one of its own. */
+export function loadPolicyConfig(loc: ConfigLocation, book?: StampBook): ConfigResult {
   const where = `${loc.agentDir}\0${loc.cwd}`;
   let paths = locations.get(where);
   if (!paths) {
@@ -125,9 +135,9 @@ export function loadPolicyConfig(loc: ConfigLocation): ConfigResult {
   }
   const userPath = paths.user;
   const projectPath = paths.project;
-  const user = readValidated<UserConfig>(userPath, UserConfigSchema);
+  const user = readValidated<UserConfig>(userPath, UserConfigSchema, book);
   if (user.kind === "fault") return { ok: false, path: userPath, message: user.message };
-  const project = readValidated<ProjectConfig>(projectPath, ProjectConfigSchema);
+  const project = readValidated<ProjectConfig>(projectPath, ProjectConfigSchema, book);
   if (project.kind === "fault") return { ok: false, path: projectPath, message: project.message };
   const key = `${userPath}\0${projectPath}\0${loc.home}\0${loc.cwd}`;
   const hit = layered.get(key);

@@ -200,7 +200,7 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
       const run = createRun(n.stageRoot, stagedRootsOf(n.places));
       const spec = holderLaunch(run, n.places, n.stageRoot);
       ahead = { key: n.key, run, spec };
-      if (opts.spawner === false) local.launch(spec);
+      if (opts.spawner === false) local.launch(inCgroup(spec));
       else void startedSpawner().then((s) => s.launch(spec), () => {});
     } catch {
       // launching ahead is an optimization; the next command launches its own holder
@@ -267,6 +267,12 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
     if (cgroupTried || !limits) return;
     cgroupTried = true;
     cgroup = opts.cgroup === false ? undefined : createPidsCgroup(limits.processes);
+  };
+  // Without the spawner (one-shot runs: its start costs more than the cgroup move it saves), each
+  // sandbox joins the cgroup itself before it starts.
+  const inCgroup = (spec: SpawnSpec): SpawnSpec => {
+    ensureCgroup();
+    return cgroup ? { ...spec, cgroupProcs: join(cgroup.dir, "cgroup.procs") } : spec;
   };
   const limitNote = (): string | undefined => {
     if (!limits) return undefined;
@@ -397,7 +403,7 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
     },
     async exec(spec, io) {
       let outcome: SpawnOutcome;
-      if (opts.spawner === false) outcome = await local.run(spec, io);
+      if (opts.spawner === false) outcome = await local.run(inCgroup(spec), io);
       else {
         let s: Spawner;
         try {
