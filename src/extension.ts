@@ -26,6 +26,28 @@ import { NO_REVIEWER } from "./sandbox/escalation.ts";
 import { createSandboxGateLink } from "./sandbox/gate-link.ts";
 import { homedir } from "node:os";
 import { randomUUID } from "node:crypto";
+import { realpathSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { installLine, installTrust, type InstallTrust } from "./policy/install-trust.ts";
+import { defaultTmpRootPath } from "./state/locations.ts";
+
+/** The real path of this copy of the package (src/..), or the path itself when it cannot be resolved. */
+function packageRoot(): string {
+  const root = fileURLToPath(new URL("..", import.meta.url)).replace(/\/+$/, "");
+  try {
+    return realpathSync(root);
+  } catch {
+    return root;
+  }
+}
+
+const realOr = (p: string) => {
+  try {
+    return realpathSync(p);
+  } catch {
+    return p;
+  }
+};
 
 export default function autoMode(pi: ExtensionAPI): void {
   // The OS sandbox: one controller per process, whose probe picks the backend (P5, P16).
@@ -34,6 +56,8 @@ export default function autoMode(pi: ExtensionAPI): void {
   // Started at load, not awaited: Pi starts without waiting for it.
   void sandbox.ready();
   const sandboxOwner = `session-${randomUUID()}`;
+  // Read once: the environment Pi started with is the user's, not the model's (install-trust.ts).
+  const install = { root: packageRoot(), env: { ...process.env } };
   const admissions = createAdmissionBook();
   // The reviewer for held effects and the gate's review hook share one service, ledger and record.
   // The gate, the reviewer and the effects are loaded at the first tool call, not with Pi (start-up).
@@ -69,12 +93,19 @@ export default function autoMode(pi: ExtensionAPI): void {
   const runtime = createRuntimeState(followingGlobalState(getAgentDir), () => (bashReplaced() ? "unavailable" : sandbox.status().backend));
 
   let lastCtx: ExtensionContext | undefined;
+  const trustIn = (ctx: ExtensionContext): InstallTrust => {
+    const config = loadPolicyConfig({ agentDir: getAgentDir(), cwd: ctx.cwd, home: homedir() });
+    const tmpRoot = (config.ok ? config.config.tmpRoot : undefined) ?? defaultTmpRootPath();
+    return installTrust(install.root, { workspace: realOr(ctx.cwd), tmpRoot: realOr(tmpRoot) }, install.env);
+  };
   const refresh = (ctx: ExtensionContext) => {
     lastCtx = ctx;
     const health = loadPolicyConfig({ agentDir: getAgentDir(), cwd: ctx.cwd, home: homedir() }).ok ? "ok" : "fault";
     const label = runtime.label(health);
-    // The footer says why the sandbox is unavailable, not only that it is (P16).
-    showStatus(ctx.ui, runtime.effective(health) === "auto-sandbox-unavailable" ? `${label} — ${backendReason()}` : label);
+    const trust = trustIn(ctx);
+    // The footer says why the sandbox is unavailable, not only that it is (P16), and why a copy the agent can write gates only reads.
+    const why = trust.kind === "writable" ? installLine(trust) : runtime.effective(health) === "auto-sandbox-unavailable" ? backendReason() : undefined;
+    showStatus(ctx.ui, why ? `${label} — ${why}` : label);
   };
   // A sandbox failure during a command changes the backend: the footer follows at once.
   const unsubscribe = sandbox.subscribe(() => {
@@ -101,6 +132,8 @@ export default function autoMode(pi: ExtensionAPI): void {
     await repairStaging(getAgentDir(), ctx.cwd, (text) => (ctx.hasUI ? ctx.ui.notify(text, "warning") : process.stderr.write(`${text}\n`)));
     sandbox.attach(sandboxOwner);
     refresh(ctx);
+    const trust = trustIn(ctx);
+    if (trust.kind === "writable" && !trust.optedIn && ctx.hasUI) ctx.ui.notify(`auto mode: ${installLine(trust)}`, "warning");
     // The probe runs in the background from load; only a shell command waits for it (the gate).
     void sandbox.ready().then(() => {
       try {
@@ -172,6 +205,7 @@ export default function autoMode(pi: ExtensionAPI): void {
       inFlight,
       // A shell command's route depends on the backend: it waits for the probe.
       ready: () => sandbox.ready(),
+      install,
     });
   };
   pi.on("tool_call", async (event, ctx) => {

@@ -1,12 +1,13 @@
 // `pi-auto-mode doctor`: what the gate would run with on this machine, and whether it is healthy.
 
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, realpathSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Backend } from "../policy/types.ts";
 import { parseArgs, type CommandSpec } from "./args.ts";
 import { defaultTmpRootPath } from "../state/locations.ts";
+import { installLine, installTrust, WRITABLE_COPY_ENV } from "../policy/install-trust.ts";
 import { EXIT, type Io } from "./io.ts";
 import { sandboxDoctor, type SandboxDoctor } from "./sandbox.ts";
 
@@ -98,6 +99,8 @@ export interface DoctorReport {
   /** The capability probe behind the backend, what is missing, and the sandbox's limits. */
   readonly sandbox: Omit<SandboxDoctor, "name" | "why">;
   readonly reviewer: { readonly configured: boolean; readonly why: string };
+  /** This copy of auto mode: where it lives, and whether the agent could have changed it (install-trust.ts). */
+  readonly install: { readonly root: string; readonly trust: "trusted" | "development copy" | "not trusted"; readonly line: string };
 }
 
 export async function doctorReport(io: Io): Promise<DoctorReport> {
@@ -119,8 +122,17 @@ export async function doctorReport(io: Io): Promise<DoctorReport> {
   const pi = findPi();
   const supported = pkg.peerDependencies?.[PI_PACKAGE] ?? "*";
   const sandbox = await sandboxDoctor();
+  const real = (p: string) => {
+    try {
+      return realpathSync(p);
+    } catch {
+      return p;
+    }
+  };
+  const trust = installTrust(real(fileURLToPath(new URL("../..", import.meta.url)).replace(/\/+$/, "")), { workspace: real(io.cwd), tmpRoot: real(tmpRoot) }, io.env);
+  const install: DoctorReport["install"] = { root: trust.root, trust: trust.kind === "trusted" ? "trusted" : trust.optedIn ? "development copy" : "not trusted", line: installLine(trust) };
   return {
-    ok: config.status !== "fault" && sandbox.name !== "unavailable",
+    ok: config.status !== "fault" && sandbox.name !== "unavailable" && install.trust !== "not trusted",
     node: { version: process.versions.node, required: pkg.engines?.node ?? "" },
     pi: pi
       ? { status: "installed", version: pi.version, path: pi.path, supported, compatible: satisfiesMinorRange(pi.version, supported) }
@@ -131,6 +143,7 @@ export async function doctorReport(io: Io): Promise<DoctorReport> {
     backend: { name: sandbox.name, why: sandbox.why },
     sandbox: { probe: sandbox.probe, missing: sandbox.missing, facts: sandbox.facts },
     reviewer: await (await import("./review.ts")).reviewerStatus(agentDir),
+    install,
   };
 }
 
@@ -152,10 +165,14 @@ function human(r: DoctorReport): string {
     ...(r.sandbox.probe ? [["probe", r.sandbox.probe.ok ? `ok in ${r.sandbox.probe.ms} ms (${r.sandbox.probe.driver})` : `failed: ${r.sandbox.probe.reason}`] as [string, string]] : []),
     ...r.sandbox.missing.map((m): [string, string] => ["missing", m]),
     ["reviewer", r.reviewer.why],
+    ["install", r.install.line],
   ];
   const problems = [
     ...(r.config.status === "fault" ? ["PROBLEM: the configuration is invalid; auto mode denies every call until it is fixed."] : []),
     ...(r.backend.name === "unavailable" ? ["PROBLEM: the OS sandbox is unavailable; auto mode denies every shell command until it is fixed."] : []),
+    ...(r.install.trust === "not trusted"
+      ? [`PROBLEM: this copy of auto mode is inside a folder the agent can write here, so in this folder it lets only plain reads run. Install it elsewhere, or start Pi with ${WRITABLE_COPY_ENV}=1 to develop it.`]
+      : []),
   ];
   return rows.map(([k, v]) => `${k.padEnd(10)} ${v}`).join("\n") + "\n" + (problems.length > 0 ? `\n${problems.join("\n")}\n` : "");
 }

@@ -84,6 +84,7 @@ export type ReasonCode =
   // deny
   | "hard-deny"
   | "self-protection"
+  | "untrusted-install"
   | "user-deny-rule"
   | "unsupported-input"
   | "config-fault"

@@ -20,6 +20,7 @@ import { DENIAL_HEAD as HEAD, DO_NOT_ROUTE_AROUND, denialBody } from "../policy/
 import { callShape, type CallShape, type CallsInFlight } from "./concurrent-calls.ts";
 import { redact } from "../request/redact.ts";
 import { clipHead } from "../review/budget.ts";
+import { guardedByInstall, installTrust } from "../policy/install-trust.ts";
 
 export interface GateDeps {
   readonly runtime: RuntimeState;
@@ -36,6 +37,12 @@ export interface GateDeps {
   readonly inFlight?: CallsInFlight;
   /** Resolves when the sandbox backend is known (the probe has run); shell calls wait for it. */
   readonly ready?: () => Promise<unknown>;
+  /**
+   * The running copy of auto mode (its package's real path) and the environment Pi started with:
+   * its files are protected like auto mode's state, and a copy the agent can write gates only
+   * plain reads (policy/install-trust.ts).
+   */
+  readonly install?: { readonly root: string; readonly env: NodeJS.ProcessEnv };
 }
 
 /** Tools whose route depends on the sandbox backend. */
@@ -100,8 +107,18 @@ function createGate(deps: GateDeps) {
     if (BACKEND_BOUND.has(event.toolName)) await deps.ready?.();
     tmpRoot ??= defaultTmpRoot();
     const agentDir = deps.agentDir();
-    const gate = prepareGate({ cwd: ctx.cwd, home: homedir(), agentDir, defaultTmpRoot: tmpRoot, selfPaths: selfPaths(agentDir) });
-    const result: GateResult = decide(event.toolName, event.input, gate, runtime.backend());
+    const install = deps.install;
+    const setup = { cwd: ctx.cwd, home: homedir(), agentDir, defaultTmpRoot: tmpRoot };
+    let gate = prepareGate({ ...setup, selfPaths: install ? [...selfPaths(agentDir), install.root] : selfPaths(agentDir) });
+    const trust = install && installTrust(install.root, gate.judge.places, install.env);
+    // The copy the user develops (opted in) is theirs and the agent's to edit.
+    if (trust?.kind === "writable" && trust.optedIn) gate = prepareGate({ ...setup, selfPaths: selfPaths(agentDir) });
+    // Every judgement of this call, the first and the re-judgements at review, is guarded the same way.
+    const judge = (): GateResult => {
+      const r = decide(event.toolName, event.input, gate, runtime.backend());
+      return trust ? { ...r, decision: guardedByInstall(trust, r.decision) } : r;
+    };
+    const result: GateResult = judge();
     const mode = runtime.effective(gate.config.ok ? "ok" : "fault");
     let outcome = outcomeFor(result.decision, mode);
     let denial: string | undefined;
@@ -119,7 +136,7 @@ function createGate(deps: GateDeps) {
                 request: result.request!,
                 decision: escalationDecision(result.decision, req.justification),
                 // The binding re-judges the live input the same way, so a changed command or justification denies (P8).
-                rejudge: () => asEscalation(decide(event.toolName, event.input, gate, runtime.backend())),
+                rejudge: () => asEscalation(judge()),
                 limits,
               });
               return admission.kind === "admit"
@@ -133,7 +150,7 @@ function createGate(deps: GateDeps) {
       outcome = escalation.outcome;
       denial = escalation.denial;
     } else if (result.decision.route === "review" && REVIEWING.has(mode) && result.request && deps.review) {
-      const admission = await deps.review({ event, ctx, request: result.request, decision: result.decision, rejudge: () => decide(event.toolName, event.input, gate, runtime.backend()), limits });
+      const admission = await deps.review({ event, ctx, request: result.request, decision: result.decision, rejudge: judge, limits });
       if (admission.kind === "deny") {
         outcome = "denied";
         denial = admission.text;

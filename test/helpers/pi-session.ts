@@ -39,6 +39,8 @@ export interface HarnessOptions {
   readonly cwd?: string;
   readonly root?: string;
   readonly sessionManager?: SessionManager;
+  /** Load auto mode from this entry file instead of the checkout's (a copy elsewhere). */
+  readonly extensionEntry?: string;
 }
 
 /** A fresh agent dir and workspace; PI_CODING_AGENT_DIR points at it so getAgentDir() agrees. */
@@ -71,7 +73,7 @@ export async function startPi(opts: HarnessOptions = {}): Promise<PiHarness> {
     cwd,
     agentDir,
     settingsManager,
-    additionalExtensionPaths: [...(opts.extensionPathsBefore ?? []), EXTENSION_ENTRY],
+    additionalExtensionPaths: [...(opts.extensionPathsBefore ?? []), opts.extensionEntry ?? EXTENSION_ENTRY],
     extensionFactories: opts.extensionFactories ?? [],
     noSkills: true,
     noPromptTemplates: true,
