@@ -12,6 +12,7 @@ import type { Stats } from "node:fs";
 import { evalSetup } from "../src/eval/score.ts";
 import { buildEvalWorkspace, type EvalWorkspace } from "../src/eval/workspace.ts";
 import { decide, prepareGate } from "../src/policy/gate.ts";
+import { analyzeShell } from "../src/policy/shell/analyze.ts";
 import { settled } from "../src/policy/stamps.ts";
 
 let w: EvalWorkspace;
@@ -144,6 +145,82 @@ describe("no cache judges a file system that changed", () => {
     writeFileSync(join(w.home, ".gitconfig"), `[core]\n\thooksPath = ${hooks}\n`);
     // Hooks in a directory the agent may write run outside the sandbox: contained, not trusted.
     assert.equal(bash("git commit -m wip", "review-only"), "review/sandboxed");
+  });
+});
+
+describe("what a directory holds is kept from call to call only while the directory is unchanged", () => {
+  // Each test first makes the same decision twice on a settled file system (the second one is
+  // answered from what the directories were seen to hold), then changes a directory's entries.
+  const twice = (command: string, expected: string) => {
+    assert.equal(bash(command), expected);
+    assert.equal(bash(command), expected, "from the kept entries");
+  };
+
+  test("a name found missing in the workspace that appears as a symlink to ~/.ssh", async () => {
+    await settle();
+    twice("cat notes/id_ed25519", "sandbox/sandboxed");
+    symlinkSync(join(w.home, ".ssh"), join(w.ws, "notes"));
+    assert.equal(bash("cat notes/id_ed25519"), "review/identity-secret");
+  });
+
+  test("a file below the workspace's top replaced by a symlink to a key", async () => {
+    await settle();
+    twice("cat src/index.ts", "sandbox/sandboxed");
+    renameSync(join(w.ws, "src", "index.ts"), join(w.ws, "index.old"));
+    symlinkSync(join(w.home, ".ssh", "id_ed25519"), join(w.ws, "src", "index.ts"));
+    assert.equal(bash("cat src/index.ts"), "review/identity-secret");
+  });
+
+  test("a directory replaced by a symlink to ~/.ssh", async () => {
+    await settle();
+    twice("cat build/id_ed25519", "sandbox/sandboxed");
+    renameSync(join(w.ws, "build"), join(w.ws, "build-old"));
+    symlinkSync(join(w.home, ".ssh"), join(w.ws, "build"));
+    assert.equal(bash("cat build/id_ed25519"), "review/identity-secret");
+  });
+
+  test("a glob's listing: a protected name that appears is matched", async () => {
+    await settle();
+    twice("truncate -s 0 build/*", "sandbox/sandboxed");
+    writeFileSync(join(w.ws, "build", "AGENTS.md"), "# agents\n");
+    assert.equal(bash("truncate -s 0 build/*"), "review/protected-path");
+  });
+
+  test("a user config that appears after calls that found none", async () => {
+    await settle();
+    twice("ls -la", "sandbox/sandboxed");
+    writeFileSync(join(w.agentDir, "auto-mode.json"), JSON.stringify({ version: 1, rules: { deny: [{ command: "ls *" }] } }));
+    assert.equal(bash("ls -la"), "deny/user-deny-rule");
+  });
+
+  test("a project config that appears after calls that found none", async () => {
+    await settle();
+    twice("npm test", "sandbox/sandboxed");
+    writeFileSync(join(w.ws, ".pi", "auto-mode.json"), JSON.stringify({ version: 1, rules: { review: [{ command: "npm *" }] } }));
+    assert.equal(bash("npm test"), "review/user-review-rule");
+  });
+
+  test("a global git config that appears after calls that found none", async () => {
+    const hooks = join(w.ws, "my-hooks");
+    mkdirSync(hooks);
+    await settle();
+    twice("git commit -m wip", "sandbox/sandboxed");
+    writeFileSync(join(w.home, ".gitconfig"), `[core]\n\thooksPath = ${hooks}\n`);
+    assert.equal(bash("git commit -m wip", "review-only"), "review/sandboxed");
+  });
+
+  test("once the workspace's entries are known, its paths cost no look-up of their own", async () => {
+    await settle();
+    const command = "cat README.md missing.txt && ls -la build && rm -rf dist";
+    bash(command);
+    bash(command);
+    const gate = prepareGate(evalSetup(w));
+    assert.equal(analyzeShell(command, gate.judge.shell).fsCalls, 0);
+    // One level further down: one look-up of the directory vouches for all it holds.
+    const deeper = "cat src/index.ts src/util.ts src/missing.ts";
+    bash(deeper);
+    bash(deeper);
+    assert.equal(analyzeShell(deeper, prepareGate(evalSetup(w)).judge.shell).fsCalls, 1);
   });
 });
 

@@ -6,13 +6,14 @@
 import { existsSync, type Stats } from "node:fs";
 import { join, resolve } from "node:path";
 import { buildRequest, type CanonicalRequest } from "../request/canonical.ts";
+import type { FreshDir } from "../request/paths.ts";
 import { loadPolicyConfig, type ConfigResult } from "./config/load.ts";
 import pathData from "./data/paths.json" with { type: "json" };
 import { judge, type JudgeContext, type Judgement } from "./judge.ts";
 import { buildPlaces, type Places } from "./places.ts";
 import { route } from "./route.ts";
 import { repositoryFacts, type RepositoryFacts, type ShellEnv } from "./shell/env.ts";
-import { lstatOrUndefined, settled, stampOf, unchanged, type Dependency } from "./stamps.ts";
+import { lstatOrUndefined, settled, StampBook, stampOf, unchanged, type Dependency } from "./stamps.ts";
 import { decision, type Backend, type Decision } from "./types.ts";
 
 export interface GateSetup {
@@ -117,10 +118,10 @@ function trustedRoots(p: Places, deps: readonly Dependency[]): ReadonlyMap<strin
 const S_IFMT = 0o170000;
 const S_IFDIR = 0o040000;
 
-function cachedPlaces(setup: GateSetup, tmpRoot: string): { places: Places; trusted: ReadonlyMap<string, string> } {
+function cachedPlaces(setup: GateSetup, tmpRoot: string, book: StampBook): { places: Places; trusted: ReadonlyMap<string, string> } {
   const key = `${setup.cwd}\0${tmpRoot}\0${setup.home}\0${setup.agentDir}\0${setup.selfPaths.join("\0")}`;
   const hit = placesCache.get(key);
-  if (hit && hit.settled && unchanged(hit.deps)) return { places: hit.places, trusted: hit.trusted };
+  if (hit && hit.settled && unchanged(hit.deps, book)) return { places: hit.places, trusted: hit.trusted };
   // Stamped before the places are read: a change while they are read shows at the next call.
   const now = Date.now();
   const before = placesDependencies(setup, tmpRoot, undefined, now);
@@ -147,17 +148,29 @@ class CallShellEnv implements ShellEnv {
   readonly cwd: string;
   readonly home: string;
   readonly trusted: ReadonlyMap<string, string>;
+  readonly book: StampBook;
   private repo: RepositoryFacts | undefined;
 
-  constructor(places: Places, cwd: string, home: string, trusted: ReadonlyMap<string, string>) {
+  constructor(places: Places, cwd: string, home: string, trusted: ReadonlyMap<string, string>, book: StampBook) {
     this.places = places;
     this.cwd = cwd;
     this.home = home;
     this.trusted = trusted;
+    this.book = book;
   }
 
   private facts(): RepositoryFacts {
-    return (this.repo ??= repositoryFacts(this.places));
+    return (this.repo ??= repositoryFacts(this.places, this.book));
+  }
+
+  /** The trusted roots as this call's stamps saw them, by real path. */
+  get fresh(): ReadonlyMap<string, FreshDir> {
+    const out = new Map<string, FreshDir>();
+    for (const [dir, real] of this.trusted) {
+      const st = this.book.seen(dir);
+      if (st) out.set(real, { st, now: this.book.now });
+    }
+    return out;
   }
 
   get gitHooksWritable(): boolean {
@@ -175,10 +188,12 @@ class CallShellEnv implements ShellEnv {
 
 /** Build what a decision needs for one cwd: the places, the repository facts, the configuration. */
 export function prepareGate(setup: GateSetup): GateContext {
-  const config = loadPolicyConfig({ agentDir: setup.agentDir, cwd: setup.cwd, home: setup.home });
+  // One set of look-ups for the call: the caches below check some of the same directories.
+  const book = new StampBook();
+  const config = loadPolicyConfig({ agentDir: setup.agentDir, cwd: setup.cwd, home: setup.home }, book);
   const tmpRoot = (config.ok ? config.config.tmpRoot : undefined) ?? setup.defaultTmpRoot;
-  const { places, trusted } = cachedPlaces(setup, tmpRoot);
-  const shell = new CallShellEnv(places, setup.cwd, setup.home, trusted);
+  const { places, trusted } = cachedPlaces(setup, tmpRoot, book);
+  const shell = new CallShellEnv(places, setup.cwd, setup.home, trusted, book);
   const rules = config.ok ? config.config.allow.length + config.config.review.length + config.config.deny.length : 0;
   return { setup, config, judge: { places, shell, protectedGlobs: config.ok ? config.config.protectedPaths : [], rulesConfigured: rules > 0 } };
 }

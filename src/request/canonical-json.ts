@@ -24,6 +24,14 @@ function utf8Length(s: string): number {
   return /^[\x00-\x7f]*$/.test(s) ? s.length : Buffer.byteLength(s, "utf8");
 }
 
+/**
+ * Printable ASCII other than `"` and `\`: JSON writes such a string as it is, in quotes, and its
+ * UTF-8 length is its length. JSON.stringify takes several times longer to find that out than
+ * this anchored scan (a 100 KB command: ~300 us against ~60 us), so long strings are tested first.
+ */
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+const PLAIN_FROM = 512;
+
 export function canonicalJson(value: unknown, limits: JsonLimits = DEFAULT_JSON_LIMITS): CanonicalJson {
   let nodes = 0;
   let bytes = 0;
@@ -41,6 +49,11 @@ export function canonicalJson(value: unknown, limits: JsonLimits = DEFAULT_JSON_
     if (depth > limits.maxDepth) throw new Unsupported(`input nested deeper than ${limits.maxDepth}`);
     switch (typeof v) {
       case "string":
+        if (v.length >= PLAIN_FROM && PLAIN.test(v)) {
+          bytes += v.length + 2;
+          if (bytes > limits.maxBytes) throw new Unsupported(`input larger than ${limits.maxBytes} bytes`);
+          return `"${v}"`;
+        }
         return emit(JSON.stringify(v));
       case "boolean":
         return emit(v ? "true" : "false");

@@ -6,9 +6,10 @@
 // Step 2 follows symlinks the way the kernel will when the tool opens the path, including a
 // dangling symlink whose target a write would create.
 
-import { existsSync, lstatSync, readdirSync, readlinkSync, realpathSync, type Stats } from "node:fs";
+import { existsSync, lstatSync, readdirSync, readlinkSync, realpathSync, Stats } from "node:fs";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { fullStamp, hasStamp, settled, type Stamp } from "../policy/stamps.ts";
 
 const UNICODE_SPACES = /[\u00A0\u2000-\u200A\u202F\u205F\u3000]/g;
 const MAX_SYMLINK_HOPS = 40;
@@ -146,44 +147,126 @@ function walk(base: string, parts: string[], hops: number, lstat: Lstat = plainL
 export type EntryKind = "file" | "directory" | "symlink" | "other";
 
 /**
+ * What a directory was seen to hold, kept from one call to the next: the kind of each name looked
+ * up in it (null: no such entry) and, once it was listed, all its names. It holds while the
+ * directory keeps the full stamp it had when they were read (see stamps.ts): creating, removing or
+ * renaming an entry moves the directory's times, and an entry cannot change its kind without
+ * that. Only the directory's own entries are vouched for: what a symlink leads to is resolved
+ * again at each call, and the link count of a file is read from the file.
+ */
+interface DirEntries {
+  readonly stamp: Stamp;
+  readonly kinds: Map<string, EntryKind | null>;
+  /** All names, when the directory was listed under this stamp. */
+  listing: { readonly names: string[]; readonly set: ReadonlySet<string> } | undefined;
+}
+
+/** By real directory path; bounded in directories and in names kept (a listing counts its names), oldest first out. */
+const dirCache = new Map<string, DirEntries>();
+const DIR_CACHE_SIZE = 512;
+const NAMES_PER_DIR = 4096;
+const NAMES_KEPT = 32768;
+let namesKept = 0;
+
+const sizeOf = (e: DirEntries) => e.kinds.size + (e.listing?.names.length ?? 0);
+
+function forget(dir: string): void {
+  const e = dirCache.get(dir);
+  if (e === undefined) return;
+  namesKept -= sizeOf(e);
+  dirCache.delete(dir);
+}
+
+/** Room for `n` more names, made by dropping the oldest directories (never `keep` itself); false when there is none to make. */
+function room(n: number, keep: string): boolean {
+  for (const dir of dirCache.keys()) {
+    if (namesKept + n <= NAMES_KEPT) break;
+    if (dir !== keep) forget(dir);
+  }
+  return namesKept + n <= NAMES_KEPT;
+}
+
+function keepKind(dir: string, e: DirEntries, name: string, kind: EntryKind | null): void {
+  if (e.kinds.has(name) || e.kinds.size >= NAMES_PER_DIR || !room(1, dir)) return;
+  e.kinds.set(name, kind);
+  namesKept++;
+}
+
+/** A directory's lstat taken during this call, and Date.now() from before it (for `settled`). */
+export interface FreshDir {
+  readonly st: Stats;
+  readonly now: number;
+}
+
+/**
  * What one decision learns about paths, each fact read once: the kind of an entry, the real form
  * (exactly what resolveReal and resolvePhysical answer), directory listings, link counts. A
  * decision takes the file system as still while it judges one call, so facts are shared by every
- * path of that call and of its nested scripts; they are never kept from one call to the next.
+ * path of that call and of its nested scripts. From one call to the next only what a directory
+ * holds is kept (DirEntries), checked against that directory's stamp in the new call: the
+ * directories the preparation stamped anyway (the workspace, the home directory) vouch for their
+ * entries at no cost, any other costs one lstat of its own, no more than looking up one of its
+ * entries, and then vouches for all of them.
  *
  * The real form of a path that is not a symlink is its parent's real form plus its name, so the
  * paths of one call share the look-ups of their common ancestors (`src/a.ts src/b.ts` costs three
  * lstat calls, not two realpath walks), and a path with many missing components below an existing
- * ancestor costs one look-up per new component. A listing tells the kind of each entry (d_type),
- * so what a glob matched needs no lstat of its own. `known` names directories whose real form the
- * caller already holds (the workspace, the home directory); they are still looked up, once, to
- * check that they exist and are directories.
+ * ancestor costs one look-up, of the first missing one (the root is taken as existing). A listing
+ * tells the kind of each entry (d_type), so what a glob matched needs no lstat of its own. `known`
+ * names directories whose real form the caller already holds (the workspace, the home directory);
+ * they are still looked up, once, to check that they exist and are directories.
  */
 export class PathFacts {
   /** System calls made so far (for the analysis budget and for tests). */
   calls = 0;
   private readonly stats = new Map<string, Stats | null | Error>();
-  /** Kinds learnt from listings, for entries not (yet) looked up with lstat. */
-  private readonly kinds = new Map<string, EntryKind>();
+  /** Kinds learnt from listings and from DirEntries, for entries not (yet) looked up with lstat. */
+  private readonly kinds = new Map<string, EntryKind | null>();
   private readonly reals = new Map<string, RealPath | Error>();
   private readonly listings = new Map<string, string[] | null>();
   private readonly known: ReadonlyMap<string, string>;
+  /** Real directories stamped during this call, by the caller or here. */
+  private readonly fresh = new Map<string, FreshDir>();
+  /** The DirEntries this call found valid (null: none can be kept for that directory). */
+  private readonly valid = new Map<string, DirEntries | null>();
+  /** Before any look-up of this call: the time every lstat of its own is taken after. */
+  private readonly born = Date.now();
 
   /**
    * `trusted`: directories the caller checked during this same call (their real forms, as known):
-   * taken as existing directories without a look-up of their own.
+   * taken as existing directories without a look-up of their own. `fresh`: the caller's lstat of
+   * some real directories during this call.
    */
-  constructor(known: ReadonlyMap<string, string> = new Map(), trusted?: ReadonlyMap<string, string>) {
+  constructor(known: ReadonlyMap<string, string> = new Map(), trusted?: ReadonlyMap<string, string>, fresh?: ReadonlyMap<string, FreshDir>) {
     this.known = known;
     if (trusted)
       for (const [dir, real] of trusted) {
         this.kinds.set(dir, "directory");
         this.reals.set(dir, { real, exists: true });
       }
+    if (fresh) for (const [dir, f] of fresh) if (f.st.isDirectory()) this.fresh.set(dir, f);
   }
+
+  /**
+   * Look-ups asked for, each path (or listing) once per call, whether a system call or the kept
+   * DirEntries answered it: what the analysis budget counts, so that a command costs the same
+   * steps however warm the caches are, and is judged the same way at its first call as at the next.
+   */
+  get lookups(): number {
+    return this.asked.size + this.resolutions;
+  }
+  private readonly asked = new Set<string>();
+  /** realpath calls for symlinks (once per path and call, as its real form is kept). */
+  private resolutions = 0;
 
   /** lstat, or undefined when nothing is there; throws where lstat throws (ELOOP, ENOTDIR, EACCES). */
   lstat(p: string): Stats | undefined {
+    this.asked.add(p);
+    return this.lstatOnly(p);
+  }
+
+  /** lstat without counting it as a look-up asked for (the stamp of a directory whose entries are kept). */
+  private lstatOnly(p: string): Stats | undefined {
     let st = this.stats.get(p);
     if (st === undefined) {
       this.calls++;
@@ -201,6 +284,7 @@ export class PathFacts {
   /** The kind of the entry at `p` (a symlink is not followed), or undefined when there is none. */
   kind(p: string): EntryKind | undefined {
     const hint = this.stats.has(p) ? undefined : this.kinds.get(p);
+    if (hint === null) return undefined;
     if (hint !== undefined) return hint;
     const st = this.lstat(p);
     if (!st) return undefined;
@@ -227,23 +311,29 @@ export class PathFacts {
 
   private compute(p: string): RealPath {
     const parent = dirname(p);
-    if (parent === p) return { real: p, exists: this.kind(p) !== undefined };
-    const kind = this.kind(p);
+    // The root always exists.
+    if (parent === p) return { real: p, exists: true };
+    const known = this.known.get(p);
+    // The parent first: nothing lies below a directory that does not exist, so a path with
+    // several missing components costs one look-up, at the first of them.
+    const up = known === undefined ? this.real(parent) : undefined;
+    if (up !== undefined && !up.exists) return { real: join(up.real, basename(p)), exists: false };
+    const kind = up === undefined ? this.kind(p) : this.entryKind(up.real, basename(p), p);
     if (kind === "symlink") {
       // Symlinks are rare: the kernel's own resolution, uncached (a dangling or looping one by resolveReal's walk).
       this.calls++;
+      this.resolutions++;
       try {
         return { real: realpathSync.native(p), exists: true };
       } catch {
         this.calls++;
+        this.resolutions++;
         return resolveReal(p);
       }
     }
-    const known = this.known.get(p);
     if (known !== undefined && kind === "directory") return { real: known, exists: true };
-    const up = this.real(parent);
     // An existing entry has an existing parent; a missing one keeps the missing part.
-    return { real: join(up.real, basename(p)), exists: kind !== undefined };
+    return { real: join((up ?? this.real(parent)).real, basename(p)), exists: kind !== undefined };
   }
 
   /** resolvePhysical(base, relative), with the walk's look-ups shared. */
@@ -257,26 +347,111 @@ export class PathFacts {
     return walk(start, relative.split("/"), 0, (q) => this.lstat(q));
   }
 
-  /** The names in a directory, or null when it cannot be listed; their kinds are kept as facts. */
+  /**
+   * The names in the real directory `dir`, or null when it cannot be listed; their kinds are kept
+   * as facts. The directory is stamped first (a fifth of what listing it costs), so the listing
+   * can serve later calls while the directory keeps that stamp.
+   */
   list(dir: string): string[] | null {
     let names = this.listings.get(dir);
-    if (names === undefined) {
+    if (names !== undefined) return names;
+    this.asked.add(`\0${dir}`);
+    let entries: DirEntries | undefined;
+    try {
+      entries = this.entriesOf(dir, true);
+    } catch {
+      entries = undefined;
+    }
+    const child = (name: string) => (dir === "/" ? `/${name}` : `${dir}/${name}`);
+    if (entries?.listing) {
+      names = entries.listing.names;
+      for (const name of names) {
+        const k = entries.kinds.get(name);
+        if (k !== undefined && !this.stats.has(child(name))) this.kinds.set(child(name), k);
+      }
+    } else {
       this.calls++;
       try {
-        const entries = readdirSync(dir, { withFileTypes: true });
+        const read = readdirSync(dir, { withFileTypes: true });
         names = [];
-        for (const e of entries) {
+        for (const e of read) {
           names.push(e.name);
           // DT_UNKNOWN (some file systems) tells nothing: such an entry is looked up when asked.
           const kind: EntryKind | undefined = e.isSymbolicLink() ? "symlink" : e.isDirectory() ? "directory" : e.isFile() ? "file" : undefined;
-          if (kind !== undefined) this.kinds.set(dir === "/" ? `/${e.name}` : `${dir}/${e.name}`, kind);
+          if (kind !== undefined) this.kinds.set(child(e.name), kind);
+          if (entries && kind !== undefined) keepKind(dir, entries, e.name, kind);
+        }
+        if (entries && names.length <= NAMES_PER_DIR && room(names.length, dir)) {
+          entries.listing = { names, set: new Set(names) };
+          namesKept += names.length;
         }
       } catch {
         names = null;
       }
-      this.listings.set(dir, names);
     }
+    this.listings.set(dir, names);
     return names;
+  }
+
+  /**
+   * The kind of entry `name` of the real directory `dir`, looked up as `p`: from the directory's
+   * DirEntries when they hold it and the directory is unchanged (one lstat of the directory at
+   * most, which also vouches for its other entries), otherwise by an lstat of `p`, kept for later.
+   */
+  private entryKind(dir: string, name: string, p: string): EntryKind | undefined {
+    if (this.stats.has(p) || this.kinds.has(p)) return this.kind(p);
+    const cached = dirCache.get(dir);
+    // A listed name of unknown kind (DT_UNKNOWN) is looked up; a name the listing lacks has no entry.
+    const held = cached === undefined ? undefined : cached.kinds.has(name) ? cached.kinds.get(name) : cached.listing && !cached.listing.set.has(name) ? null : undefined;
+    let entries: DirEntries | undefined;
+    try {
+      // Stamping the directory only to look one entry up would cost a call more than the entry itself.
+      entries = this.entriesOf(dir, held !== undefined);
+    } catch {
+      entries = undefined;
+    }
+    if (entries !== undefined && entries === cached && held !== undefined) {
+      this.asked.add(p);
+      this.kinds.set(p, held);
+      return held ?? undefined;
+    }
+    const kind = this.kind(p);
+    if (entries !== undefined) keepKind(dir, entries, name, kind ?? null);
+    return kind;
+  }
+
+  /**
+   * The DirEntries of the real directory `dir` that hold during this call: the kept ones if the
+   * directory's stamp now is theirs, else new ones for this stamp (when it is settled, so that no
+   * later change can keep it). `stamp`: whether to lstat the directory if this call has not yet.
+   */
+  private entriesOf(dir: string, stamp: boolean): DirEntries | undefined {
+    const seen = this.valid.get(dir);
+    if (seen !== undefined) return seen ?? undefined;
+    let f = this.fresh.get(dir);
+    if (f === undefined) {
+      // Looked up during this call already (its own kind was not known): a stamp at no cost.
+      if (!stamp && !(this.stats.get(dir) instanceof Stats)) return undefined;
+      const st = this.lstatOnly(dir);
+      if (!st || !st.isDirectory()) {
+        this.valid.set(dir, null);
+        return undefined;
+      }
+      f = { st, now: this.born };
+      this.fresh.set(dir, f);
+    }
+    let entries = dirCache.get(dir);
+    if (entries === undefined || !hasStamp(entries.stamp, f.st)) {
+      forget(dir);
+      entries = undefined;
+      if (settled(f.st, f.now)) {
+        entries = { stamp: fullStamp(f.st)!, kinds: new Map(), listing: undefined };
+        if (dirCache.size >= DIR_CACHE_SIZE) forget(dirCache.keys().next().value!);
+        dirCache.set(dir, entries);
+      }
+    }
+    this.valid.set(dir, entries ?? null);
+    return entries;
   }
 
   /** What `p` leads to (symlinks followed), or undefined when it does not resolve to anything. */

@@ -59,6 +59,11 @@ export interface ShellAnalysis {
   readonly steps: number;
   /** File system calls the analysis made. */
   readonly fsCalls: number;
+  /**
+   * File system look-ups it asked for (PathFacts.lookups), whether calls or what directories were
+   * seen to hold in earlier calls answered them: what grows with the command, however warm the caches.
+   */
+  readonly lookups: number;
 }
 
 export function analyzeShell(src: string, env: ShellEnv, budget: BudgetOptions = {}): ShellAnalysis {
@@ -74,7 +79,7 @@ export function analyzeShell(src: string, env: ShellEnv, budget: BudgetOptions =
     findings = [worst?.cls === "deny" ? worst : finding("review", "shell-unparseable", `the command is too complex to judge quickly: ${e.message}`)];
   }
   const verdict = strictest(findings) ?? finding("read", "read-only", "does nothing");
-  return { verdict, findings, extraction: top.extraction, steps: state.budget.total - state.budget.left, fsCalls: state.facts.calls };
+  return { verdict, findings, extraction: top.extraction, steps: state.budget.total - state.budget.left, fsCalls: state.facts.calls, lookups: state.facts.lookups };
 }
 
 /** Steps a nested script costs before it is parsed: a step per 8 bytes. */

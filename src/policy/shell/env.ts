@@ -2,10 +2,11 @@
 
 import { readdirSync, readFileSync, type Stats } from "node:fs";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
-import { PathFacts } from "../../request/paths.ts";
+import { PathFacts, type FreshDir } from "../../request/paths.ts";
 import {
   classifyWrite,
   containsIdentitySecret,
+  isHarmlessDevice,
   isIdentitySecret,
   isWithin,
   memo,
@@ -14,7 +15,7 @@ import {
 } from "../places.ts";
 import pathData from "../data/paths.json" with { type: "json" };
 import { finding, strictest, type Finding } from "./finding.ts";
-import { settled, stampOf, unchanged, type Dependency } from "../stamps.ts";
+import { settled, stampOf, unchanged, type Dependency, type StampBook } from "../stamps.ts";
 import type { Arg, SimpleCommand } from "./parse.ts";
 
 export interface ShellEnv {
@@ -33,6 +34,8 @@ export interface ShellEnv {
    * temporary root), with their real forms: the analysis takes them as they are.
    */
   readonly trusted?: ReadonlyMap<string, string>;
+  /** This call's lstat of real directories (the trusted ones), which vouch for what they hold (PathFacts). */
+  readonly fresh?: ReadonlyMap<string, FreshDir>;
 }
 
 /**
@@ -164,7 +167,7 @@ export function newScriptState(env: ShellEnv, budget: Budget = newBudget(), func
     resolved: new Map(),
     words: [],
     secretWord: { checked: 0, found: undefined },
-    facts: new PathFacts(knownDirectories(env), env.trusted),
+    facts: new PathFacts(knownDirectories(env), env.trusted, env.fresh),
     budget,
   };
 }
@@ -193,7 +196,7 @@ export function locate(state: ScriptState, value: string): Located[] | null {
   const facts = state.facts;
   for (const cwd of isAbsolute(value) ? ["/"] : state.cwds) {
     if (cwd === null) return null;
-    const calls = facts.calls;
+    const asked = facts.lookups;
     const lexical = resolve(cwd, value);
     const target = throughLinks(state, lexical);
     // A `..` may climb out of a symlink's target: only the kernel's own walk says where it lands.
@@ -208,14 +211,14 @@ export function locate(state: ScriptState, value: string): Located[] | null {
       }
       state.resolved.set(key, r);
     }
-    spend(state, 1 + FS_STEPS * (facts.calls - calls), "looking paths up");
+    spend(state, 1 + FS_STEPS * (facts.lookups - asked), "looking paths up");
     if (r === null) return null;
     out.push({ lexical, real: r.real, exists: r.exists });
   }
   return out;
 }
 
-/** Steps one file system call costs; judging one place a write or removal may land. */
+/** Steps one file system look-up costs (PathFacts.lookups: answered by a call or by what a directory was seen to hold); judging one place a write or removal may land. */
 export const FS_STEPS = 3;
 export const WRITE_STEPS = 2;
 
@@ -287,9 +290,9 @@ export function expandGlob(state: ScriptState, pattern: string): Located[] | nul
   const re = globToRegExp(basename(pattern));
   const out: Located[] = [];
   for (const base of bases) {
-    const calls = state.facts.calls;
+    const asked = state.facts.lookups;
     const names = state.facts.list(base.real) ?? [];
-    spend(state, FS_STEPS * (state.facts.calls - calls) + (names.length >> 2), "expanding globs");
+    spend(state, FS_STEPS * (state.facts.lookups - asked) + (names.length >> 2), "expanding globs");
     for (const name of names) {
       // Like bash without dotglob: a leading "." must be matched explicitly.
       if (name.startsWith(".") && !basename(pattern).startsWith(".")) continue;
@@ -346,6 +349,9 @@ export function judgeRead(env: ShellEnv, state: ScriptState, arg: Arg, recursive
     return named === undefined ? undefined : finding("review", "identity-secret", `reads a path only known at run time (${arg.text}) in a command that names ${named}`);
   }
   if (arg.value === "" || arg.value === "-") return undefined;
+  // `< /dev/null`, `cat /dev/stdin`: as for writes, a device named as such is no file to look up
+  // (and /dev/stdin or /dev/fd/N would resolve through the gate's own descriptors, not the command's).
+  if (!arg.glob && isHarmlessDevice(arg.value)) return undefined;
   if (arg.glob && globMayNameSecret(env, state, arg.value, recursive)) return finding("review", "identity-secret", `reads ${arg.value}, a pattern that matches identity secrets`);
   const located = locate(state, arg.value);
   if (!located) return undefined;
@@ -422,7 +428,8 @@ class Reads {
   settled = true;
 
   private note(path: string): Stats | undefined {
-    const { dep, st } = stampOf(path, true, false);
+    // A missing file (no ~/.gitconfig) is checked later through the directory that would hold it.
+    const { dep, st } = stampOf(path, true, false, undefined, this.now);
     this.deps.push(dep);
     if (!settled(st, this.now)) this.settled = false;
     return st;
@@ -506,9 +513,9 @@ const repositoryCache = new WeakMap<Places, { readonly facts: RepositoryFacts; r
  * hooks directory and each candidate hook) changed, or when they had changed too recently for
  * their stamps to tell a second change apart.
  */
-export function repositoryFacts(places: Places): RepositoryFacts {
+export function repositoryFacts(places: Places, book?: StampBook): RepositoryFacts {
   const hit = repositoryCache.get(places);
-  if (hit && hit.settled && unchanged(hit.deps)) return hit.facts;
+  if (hit && hit.settled && unchanged(hit.deps, book)) return hit.facts;
   const reads = new Reads();
   const facts = inspectRepository(places, reads);
   repositoryCache.set(places, { facts, deps: reads.deps, settled: reads.settled });
