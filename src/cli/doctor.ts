@@ -16,16 +16,18 @@ export const DOCTOR_HELP = `Usage:
 
 Report the Node and Pi versions, Pi's agent dir ($PI_CODING_AGENT_DIR or ~/.pi/agent),
 the health of the auto-mode configuration (user file in the agent dir, project file
-.pi/auto-mode.json under the current directory), the temporary writable root, the
-backend that runs shell commands and why, and whether a reviewer model is configured.
+.pi/auto-mode.json under the current directory), the health of auto mode's global state
+(auto-mode/ in the agent dir), the temporary writable root, the backend that runs shell
+commands and why, and whether a reviewer model is configured.
 
 Options:
   --json       print one JSON object on the last line
   -h, --help   show this help
 
 Exit status: 0 when healthy, 1 when the configuration is invalid (the gate then denies
-every call until it is fixed) or the OS sandbox is unavailable (then every shell command
-is denied; the probe's reason and what is missing are printed).
+every call until it is fixed), the global state is damaged (calls that need review or
+the sandbox are denied until /perm-repair), or the OS sandbox is unavailable (then every
+shell command is denied; the probe's reason and what is missing are printed).
 `;
 
 const SPEC: CommandSpec = { flags: { json: "boolean" }, positionals: [], rest: false };
@@ -94,6 +96,8 @@ export interface DoctorReport {
     readonly files: readonly string[];
     readonly message: string;
   };
+  /** The durable global state (the enabled flag, the reviewer), read as the gate reads it. */
+  readonly state: { readonly status: "ok" | "missing" | "fault"; readonly path: string; readonly revision: number | null; readonly message: string };
   readonly tmpRoot: string;
   readonly backend: { readonly name: Backend; readonly why: string };
   /** The capability probe behind the backend, what is missing, and the sandbox's limits. */
@@ -119,6 +123,7 @@ export async function doctorReport(io: Io): Promise<DoctorReport> {
       ? { status: "ok", path: userPath, userPath, projectPath, files: loaded.config.files, message: `loaded ${loaded.config.files.join(", ")}` }
       : { status: "missing", path: userPath, userPath, projectPath, files: [], message: "no configuration file; the built-in policy applies" };
   const tmpRoot = (loaded.ok ? loaded.config.tmpRoot : undefined) ?? defaultTmpRootPath();
+  const state = await stateReport(agentDir);
   const pi = findPi();
   const supported = pkg.peerDependencies?.[PI_PACKAGE] ?? "*";
   const sandbox = await sandboxDoctor();
@@ -139,12 +144,36 @@ export async function doctorReport(io: Io): Promise<DoctorReport> {
       : { status: "not installed", version: null, path: null, supported, compatible: null },
     agentDir: { path: agentDir, source: io.env.PI_CODING_AGENT_DIR ? "PI_CODING_AGENT_DIR" : "default" },
     config,
+    state,
     tmpRoot,
     backend: { name: sandbox.name, why: sandbox.why },
     sandbox: { probe: sandbox.probe, missing: sandbox.missing, facts: sandbox.facts },
     reviewer: await (await import("./review.ts")).reviewerStatus(agentDir),
     install,
   };
+}
+
+/**
+ * The global state through the same store the gate uses: a state file that is not a regular file
+ * (a FIFO, a symlink) is a fault here too, reported, never opened in a way that could block.
+ */
+async function stateReport(agentDir: string): Promise<DoctorReport["state"]> {
+  const { processGlobalState } = await import("../state/global.ts");
+  const store = processGlobalState(agentDir);
+  const r = await store.read();
+  switch (r.kind) {
+    case "missing":
+      return { status: "missing", path: store.location, revision: null, message: "nothing stored yet: auto mode is on, no reviewer" };
+    case "ok":
+      return { status: "ok", path: store.location, revision: r.snapshot.revision, message: `revision ${r.snapshot.revision}, auto mode ${r.snapshot.enabled ? "on" : "off"}` };
+    case "fault":
+      return {
+        status: "fault",
+        path: store.location,
+        revision: null,
+        message: `${r.fault.detail}; calls that need review or the sandbox are denied until /perm-repair, /perm-enabled or /perm-auto-model rewrites it`,
+      };
+  }
 }
 
 function human(r: DoctorReport): string {
@@ -159,6 +188,8 @@ function human(r: DoctorReport): string {
     ["config", `${r.config.status}: ${r.config.status === "fault" ? `${r.config.path}: ${r.config.message}` : r.config.message}`],
     ["", `user file ${r.config.userPath}`],
     ["", `project file ${r.config.projectPath}`],
+    ["state", `${r.state.status}: ${r.state.message}`],
+    ["", r.state.path],
     ["tmp root", r.tmpRoot],
     ["backend", r.backend.why],
     ...r.sandbox.facts.map((f): [string, string] => ["", f]),
@@ -169,6 +200,7 @@ function human(r: DoctorReport): string {
   ];
   const problems = [
     ...(r.config.status === "fault" ? ["PROBLEM: the configuration is invalid; auto mode denies every call until it is fixed."] : []),
+    ...(r.state.status === "fault" ? ["PROBLEM: auto mode's global state is damaged; calls that need review or the sandbox are denied until it is repaired."] : []),
     ...(r.backend.name === "unavailable" ? ["PROBLEM: the OS sandbox is unavailable; auto mode denies every shell command until it is fixed."] : []),
     ...(r.install.trust === "not trusted"
       ? [`PROBLEM: this copy of auto mode is inside a folder the agent can write here, so in this folder it lets only plain reads run. Install it elsewhere, or start Pi with ${WRITABLE_COPY_ENV}=1 to develop it.`]

@@ -17,13 +17,13 @@
 // intermediate state an op can leave has a name derived from the journal (`.pi-auto-mode-<id>-<op>`
 // beside its target), so the roll-forward finds and finishes it, and leaves no temp file behind.
 
-import { chmodSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, linkSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { rm } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 import type { ApplyOp, Conflict } from "./judge.ts";
 import { identityAt, sameIdentity, sameInode, type Identity } from "./identity.ts";
-import { ensureDir, fsyncDir, undoDirOf, withWorkspaceLock, writeDurable, type EffectStore } from "./store.ts";
+import { ensureDir, fsyncDir, readStoreText, undoDirOf, withWorkspaceLock, writeDurable, type EffectStore } from "./store.ts";
 import { copyEntry, finishUndoEntry, latestUndoAt, pruneUndo, realFolder, treeListing, type UndoBounds, type UndoEntryOp } from "./undo.ts";
 
 /** One op as the journal keeps it. */
@@ -366,7 +366,7 @@ export interface Recovery {
 }
 
 function readJournal(path: string): Journal {
-  const journal = JSON.parse(readFileSync(path, "utf8")) as Journal;
+  const journal = JSON.parse(readStoreText(path)) as Journal;
   if (journal.version !== 1 || !Array.isArray(journal.ops)) throw new Error("not a journal of this version");
   return journal;
 }

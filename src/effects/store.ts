@@ -1,11 +1,17 @@
 // Where the effects machinery keeps its durable files, under auto mode's own folder in Pi's agent
 // dir (no tool call may write there): the intent journals of applies in progress, the undo store,
 // and a lock per workspace so two Pi processes never apply into the same workspace at once.
+//
+// Every file here is read through readStoreText and written through a temp file created
+// exclusively: a FIFO, a socket or a device where one of them belongs must never block this
+// process (an open of a FIFO waits for the other end inside a synchronous call, which no timer or
+// signal handler can interrupt), and a symlink must never be followed out of the folder.
 
 import { createHash } from "node:crypto";
-import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, renameSync, rmdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { closeSync, constants, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, readSync, renameSync, rmdirSync, rmSync, utimesSync, writeSync } from "node:fs";
 import { hostname } from "node:os";
 import lockfile from "proper-lockfile";
+import { DIR_FLAGS, notRegular, READ_FLAGS } from "../state/durable-fs.ts";
 import { withLock, type Locked } from "../state/lock.ts";
 import { dirname, join } from "node:path";
 
@@ -38,17 +44,71 @@ export function ensureDir(p: string): void {
   mkdirSync(p, { recursive: true, mode: 0o700 });
 }
 
+/**
+ * The text of a regular file of the store. Anything else at `path` throws without being opened in
+ * a way that could block; so does a file over `maxBytes` (no bound when omitted).
+ */
+export function readStoreText(path: string, maxBytes = Number.MAX_SAFE_INTEGER): string {
+  const before = lstatSync(path);
+  if (!before.isFile()) throw new Error(`${path} is ${notRegular(before)}`);
+  let fd: number;
+  try {
+    fd = openSync(path, READ_FLAGS);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ELOOP") throw new Error(`${path} is not a regular file (a symbolic link)`);
+    throw e;
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new Error(`${path} is ${notRegular(st)}`);
+    if (st.size > maxBytes) throw new Error(`${path} is larger than ${maxBytes} bytes`);
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const buf = Buffer.alloc(Math.max(4096, Math.min(st.size - total + 1, 1 << 20)));
+      const got = readSync(fd, buf, 0, buf.length, null);
+      if (got === 0) break;
+      total += got;
+      if (total > maxBytes) throw new Error(`${path} is larger than ${maxBytes} bytes`);
+      chunks.push(got === buf.length ? buf : buf.subarray(0, got));
+    }
+    return Buffer.concat(chunks, total).toString("utf8");
+  } finally {
+    closeSync(fd);
+  }
+}
+
+const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
+
+/**
+ * Write `text` to a new file at `tmp`, mode 0600. A leftover at that name (a crashed
+ * writer's, or anything else) is removed first: opened exclusively and without following a
+ * symlink, the write can never land in a FIFO or outside the folder.
+ */
+function writeNew(tmp: string, text: string, sync: boolean): void {
+  const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW;
+  let fd: number;
+  try {
+    fd = openSync(tmp, flags, 0o600);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+    rmSync(tmp, { recursive: true, force: true });
+    fd = openSync(tmp, flags, 0o600);
+  }
+  try {
+    const buf = Buffer.from(text, "utf8");
+    for (let off = 0; off < buf.length; ) off += writeSync(fd, buf, off, buf.length - off);
+    if (sync) fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** Write a file durably: a temp file, fsync, rename, fsync of the folder. */
 export function writeDurable(path: string, text: string): void {
   ensureDir(dirname(path));
   const tmp = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmp, text, { mode: 0o600 });
-  const fd = openSync(tmp, "r");
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
+  writeNew(tmp, text, true);
   renameSync(tmp, path);
   fsyncDir(dirname(path));
 }
@@ -56,7 +116,7 @@ export function writeDurable(path: string, text: string): void {
 export function fsyncDir(dir: string): void {
   let fd: number | undefined;
   try {
-    fd = openSync(dir, "r");
+    fd = openSync(dir, DIR_FLAGS);
     fsyncSync(fd);
   } catch {
     // some file systems refuse fsync on a directory; the rename is still atomic
@@ -122,7 +182,7 @@ function lockDirId(lockPath: string): { ino: string; birth: string } | undefined
 
 function readOwner(lockPath: string): LockOwner | undefined {
   try {
-    const o = JSON.parse(readFileSync(ownerPathOf(lockPath), "utf8")) as LockOwner;
+    const o = JSON.parse(readStoreText(ownerPathOf(lockPath), 4096)) as LockOwner;
     return typeof o.pid === "number" ? o : undefined;
   } catch {
     return undefined;
@@ -136,10 +196,12 @@ function claimLock(lockPath: string): LockOwner | undefined {
   const owner: LockOwner = { pid: process.pid, start: procStart(process.pid), pidns: pidNamespace(), host: hostname(), ...id };
   const tmp = `${ownerPathOf(lockPath)}.${process.pid}.tmp`;
   try {
-    writeFileSync(tmp, JSON.stringify(owner), { mode: 0o600 });
+    // Not synced: the record only matters while this process lives.
+    writeNew(tmp, JSON.stringify(owner), false);
     renameSync(tmp, ownerPathOf(lockPath));
     return owner;
   } catch {
+    rmSync(tmp, { force: true });
     return undefined; // without a record, the stale time decides
   }
 }
@@ -170,6 +232,21 @@ export function lockHolder(lockPath: string): LockHolder {
   // The pid may have been reused by another process since.
   const start = procStart(o.pid);
   return o.start !== "" && start !== "" && start !== o.start ? "dead" : "alive";
+}
+
+/**
+ * Only a directory is a lock (see src/state/lock.ts): anything else under the lock's name is
+ * removed, so it is neither waited out nor mistaken for a holder. Never a directory: rmSync without
+ * `recursive` refuses one, so a real lock made meanwhile by another process stays.
+ */
+function clearNonLock(lockPath: string): void {
+  const st = lstatSync(lockPath, { throwIfNoEntry: false });
+  if (!st || st.isDirectory()) return;
+  try {
+    rmSync(lockPath, { force: true });
+  } catch {
+    // a directory now: someone's lock
+  }
 }
 
 function breakDeadLock(lockPath: string): void {
@@ -211,6 +288,7 @@ export async function withWorkspaceLock<T>(store: EffectStore, workspace: string
   const lockPath = lockPathOf(store, workspace);
   const deadline = Date.now() + waitMs;
   for (let attempt = 0; ; attempt++) {
+    clearNonLock(lockPath);
     const holder = lockHolder(lockPath);
     if (holder === "dead") breakDeadLock(lockPath);
     if (holder !== "alive") {
@@ -237,6 +315,7 @@ export function withWorkspaceLockSync<T>(store: EffectStore, workspace: string, 
   const lockPath = lockPathOf(store, workspace);
   const deadline = Date.now() + waitMs;
   for (let attempt = 0; ; attempt++) {
+    clearNonLock(lockPath);
     const holder = lockHolder(lockPath);
     if (holder === "dead") breakDeadLock(lockPath);
     if (holder !== "alive") {

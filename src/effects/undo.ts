@@ -10,10 +10,10 @@
 // target renamed over it), steps left half done have names derived from the entry, and an undo
 // of a marked entry takes up where the crashed one stopped. The entry goes in one rename.
 
-import { copyFileSync, cpSync, lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, lstatSync, readdirSync, readlinkSync, realpathSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { identityAt, sameInode, type Identity } from "./identity.ts";
-import { fsyncDir, undoDirOf, withWorkspaceLockSync, writeDurable, type EffectStore } from "./store.ts";
+import { fsyncDir, readStoreText, undoDirOf, withWorkspaceLockSync, writeDurable, type EffectStore } from "./store.ts";
 
 export { DEFAULT_UNDO_BOUNDS, type UndoBounds } from "./undo-bounds.ts";
 import type { UndoBounds } from "./undo-bounds.ts";
@@ -147,7 +147,7 @@ export function finishUndoEntry(dir: string, m: UndoManifest, preBytes?: number)
 
 function readManifest(dir: string): UndoManifest | undefined {
   try {
-    const m = JSON.parse(readFileSync(join(dir, MANIFEST), "utf8")) as UndoManifest;
+    const m = JSON.parse(readStoreText(join(dir, MANIFEST))) as UndoManifest;
     return m.version === 1 && Array.isArray(m.ops) ? m : undefined;
   } catch {
     return undefined;
@@ -225,7 +225,7 @@ export function pruneUndo(root: string, bounds: UndoBounds): void {
     if (n.includes(".")) return [];
     const dir = join(root, n);
     try {
-      const meta = JSON.parse(readFileSync(join(dir, META), "utf8")) as { at: number; bytes: number };
+      const meta = JSON.parse(readStoreText(join(dir, META), 4096)) as { at: number; bytes: number };
       if (exists(join(dir, MANIFEST))) return [{ dir, at: meta.at, bytes: meta.bytes }];
     } catch {
       // an entry without a summary: read it whole
@@ -275,7 +275,7 @@ function opState(e: UndoListing, k: number, resuming: boolean): OpState {
     if (op.tree === undefined) return "todo";
     let listing: ListedEntry[];
     try {
-      listing = JSON.parse(readFileSync(join(e.dir, op.tree), "utf8")) as ListedEntry[];
+      listing = JSON.parse(readStoreText(join(e.dir, op.tree))) as ListedEntry[];
     } catch {
       return { changed: [`${op.target} (the record of what was in it is missing from the undo store)`] };
     }

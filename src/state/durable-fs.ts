@@ -11,6 +11,8 @@ import { TEMP_SUFFIX, type ArtifactRead } from "./artifacts.ts";
 /** The parts of a stat that change whenever a file is replaced or rewritten. */
 export interface FileKey {
   readonly ino: number;
+  /** The type bits too: a FIFO or a symlink swapped in for the file is a change even on a reused inode. */
+  readonly mode: number;
   readonly size: number;
   readonly mtimeMs: number;
   readonly ctimeMs: number;
@@ -19,8 +21,13 @@ export interface FileKey {
 export type StatResult = { readonly kind: "absent" } | { readonly kind: "file"; readonly key: FileKey } | { readonly kind: "error"; readonly message: string };
 
 export interface DurableFs {
+  /** The entry at `path` itself (a symlink is not followed). */
   stat(path: string): StatResult;
-  /** Read a whole file through one descriptor, with the key of exactly what was read. */
+  /**
+   * Read a whole regular file through one descriptor, with the key of exactly what was read.
+   * Anything else at `path` (a FIFO, socket, device, directory, symlink) is unreadable, never opened
+   * in a way that could block.
+   */
   readFile(path: string, maxBytes: number): { read: ArtifactRead; key: StatResult };
   mkdirp(path: string, mode: number): void;
   readdir(path: string): string[];
@@ -37,29 +44,67 @@ export interface DurableFs {
   unlink(path: string): void;
 }
 
-const keyOf = (st: fs.Stats): FileKey => ({ ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs });
+const keyOf = (st: fs.Stats): FileKey => ({ ino: st.ino, mode: st.mode, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs });
+
+// Windows has neither flag (and no FIFOs that open(2) would block on); 0 leaves them out there.
+const O_NOFOLLOW = fs.constants.O_NOFOLLOW ?? 0;
+const O_NONBLOCK = fs.constants.O_NONBLOCK ?? 0;
+const O_DIRECTORY = fs.constants.O_DIRECTORY ?? 0;
+/**
+ * How every state file is opened for reading: a symlink is refused by the kernel (ELOOP), and a
+ * FIFO swapped in after the type check still cannot block the open (without O_NONBLOCK an open
+ * of a FIFO waits for a writer, in a synchronous call no signal handler or timer can interrupt).
+ */
+export const READ_FLAGS = fs.constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK;
+/** A directory opened for fsync: anything else there fails instead of blocking. */
+export const DIR_FLAGS = fs.constants.O_RDONLY | O_DIRECTORY | O_NONBLOCK;
+
+/** What a non-regular entry is, for the fault's message. */
+export function typeName(st: fs.Stats | fs.BigIntStats): string {
+  if (st.isFIFO()) return "a FIFO";
+  if (st.isSocket()) return "a socket";
+  if (st.isDirectory()) return "a directory";
+  if (st.isSymbolicLink()) return "a symbolic link";
+  if (st.isCharacterDevice() || st.isBlockDevice()) return "a device";
+  return "of an unknown type";
+}
+
+export const notRegular = (st: fs.Stats | fs.BigIntStats): string => `not a regular file (${typeName(st)})`;
 
 export const nodeDurableFs: DurableFs = {
   stat(path) {
     try {
-      const st = fs.statSync(path, { throwIfNoEntry: false });
+      const st = fs.lstatSync(path, { throwIfNoEntry: false });
       return st === undefined ? { kind: "absent" } : { kind: "file", key: keyOf(st) };
     } catch (e) {
       return { kind: "error", message: (e as NodeJS.ErrnoException).code ?? (e as Error).message };
     }
   },
   readFile(path, maxBytes) {
+    const unreadable = (message: string, key: StatResult) => ({ read: { kind: "unreadable" as const, message }, key });
+    // The type is checked before the open, so nothing but a regular file is ever opened; the
+    // flags and the fstat below cover an entry swapped in between.
+    let before: fs.Stats | undefined;
+    try {
+      before = fs.lstatSync(path, { throwIfNoEntry: false });
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+      return unreadable(code, { kind: "error", message: code });
+    }
+    if (before === undefined) return { read: { kind: "absent" }, key: { kind: "absent" } };
+    if (!before.isFile()) return unreadable(notRegular(before), { kind: "file", key: keyOf(before) });
     let fd: number;
     try {
-      fd = fs.openSync(path, "r");
+      fd = fs.openSync(path, READ_FLAGS);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code === "ENOENT") return { read: { kind: "absent" }, key: { kind: "absent" } };
-      return { read: { kind: "unreadable", message: code ?? (e as Error).message }, key: { kind: "error", message: code ?? "" } };
+      const message = code === "ELOOP" ? "not a regular file (a symbolic link)" : (code ?? (e as Error).message);
+      return unreadable(message, { kind: "error", message: code ?? "" });
     }
     try {
       const st = fs.fstatSync(fd);
-      if (!st.isFile()) return { read: { kind: "unreadable", message: "not a regular file" }, key: { kind: "file", key: keyOf(st) } };
+      if (!st.isFile()) return unreadable(notRegular(st), { kind: "file", key: keyOf(st) });
       // One byte more than allowed, so an oversized file is seen as oversized rather than cut.
       const buf = Buffer.alloc(Math.min(st.size, maxBytes) + 1);
       let n = 0;
@@ -70,7 +115,7 @@ export const nodeDurableFs: DurableFs = {
       }
       return { read: { kind: "text", text: buf.toString("utf8", 0, n) }, key: { kind: "file", key: keyOf(st) } };
     } catch (e) {
-      return { read: { kind: "unreadable", message: (e as NodeJS.ErrnoException).code ?? (e as Error).message }, key: { kind: "error", message: "read" } };
+      return unreadable((e as NodeJS.ErrnoException).code ?? (e as Error).message, { kind: "error", message: "read" });
     } finally {
       fs.closeSync(fd);
     }
@@ -79,8 +124,8 @@ export const nodeDurableFs: DurableFs = {
     fs.mkdirSync(path, { recursive: true, mode });
   },
   readdir: (path) => fs.readdirSync(path),
-  openNew: (path, mode) => fs.openSync(path, fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_WRONLY, mode),
-  openDir: (path) => fs.openSync(path, fs.constants.O_RDONLY),
+  openNew: (path, mode) => fs.openSync(path, fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_WRONLY | O_NOFOLLOW, mode),
+  openDir: (path) => fs.openSync(path, DIR_FLAGS),
   write(fd, data) {
     const buf = Buffer.from(data, "utf8");
     let off = 0;
@@ -100,7 +145,7 @@ export function sameKey(a: StatResult, b: StatResult): boolean {
   if (a.kind === "error" || b.kind === "error") return false;
   const x = a.key;
   const y = (b as { key: FileKey }).key;
-  return x.ino === y.ino && x.size === y.size && x.mtimeMs === y.mtimeMs && x.ctimeMs === y.ctimeMs;
+  return x.ino === y.ino && x.mode === y.mode && x.size === y.size && x.mtimeMs === y.mtimeMs && x.ctimeMs === y.ctimeMs;
 }
 
 /** Which step of publishing one artifact failed, for messages and tests. */

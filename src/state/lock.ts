@@ -23,8 +23,13 @@
 // the very directory it found stale (same inode, birth and mtime); otherwise another waiter took it
 // over meanwhile and the move is undone. A holder asks `stillHeld()` before each publish: the lock
 // directory must still be the one it created (and it is kept fresh if the section runs long).
+//
+// Only a directory is a lock: every holder of this protocol makes one with mkdir. Anything else
+// under the lock's name (a file, a FIFO, a socket, a symlink, even one to a directory) was put there
+// by something else, so it is taken over at once instead of being waited out as a held lock.
+// Everything here looks at the entry itself (lstat), never through a symlink.
 
-import { mkdirSync, readdirSync, renameSync, rmdirSync, rmSync, statSync, unlinkSync, utimesSync, writeFileSync, type BigIntStats } from "node:fs";
+import { lstatSync, mkdirSync, readdirSync, renameSync, rmdirSync, rmSync, unlinkSync, utimesSync, writeFileSync, type BigIntStats } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { basename, dirname, join } from "node:path";
 
@@ -85,7 +90,7 @@ const sameId = (a: DirId, b: DirId) => a.dev === b.dev && a.ino === b.ino && a.b
 
 function statQuiet(path: string): BigIntStats | undefined {
   try {
-    return statSync(path, { bigint: true, throwIfNoEntry: false });
+    return lstatSync(path, { bigint: true, throwIfNoEntry: false });
   } catch {
     return undefined;
   }
@@ -190,7 +195,7 @@ export async function withLock<T>(lockPath: string, timing: LockTiming, critical
         if (code !== "EEXIST") return { kind: "error", message: `cannot take the state lock ${lockPath}: ${code ?? (e as Error).message}` };
         const found = statQuiet(lockPath);
         if (found === undefined) continue; // released between the mkdir and the stat
-        if (Number(found.mtimeMs) >= Date.now() - staleMs) return { kind: "locked" };
+        if (found.isDirectory() && Number(found.mtimeMs) >= Date.now() - staleMs) return { kind: "locked" };
         if (!takeOver(lockPath, found)) return { kind: "locked" };
         continue;
       }
