@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { basename, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { after, describe, test } from "node:test";
 import lockfile from "proper-lockfile";
 import { ARTIFACT_FILES, serializeConfig, serializeWatermark } from "../src/state/artifacts.ts";
@@ -39,6 +39,7 @@ function instrument(dir: string): Instrumented {
   let hook: ((op: Op, name: string, path: string) => void) | undefined;
   const name = (p: string) => {
     if (p === dir) return "<dir>";
+    if (p === dirname(dir)) return "<agent dir>";
     const b = basename(p);
     const tmp = /^\.(.+)\.\d+\.[0-9a-f]+\.tmp$/.exec(b);
     return tmp ? `<tmp:${tmp[1]}>` : b;
@@ -124,7 +125,11 @@ describe("P12: atomic writes in a fixed order", () => {
       "fsync <dir>",
       "fsync <tmp:state.json>",
       "rename <tmp:state.json>->state.json",
+      // The anchor beside the state dir, last: never ahead of durable watermarks.
+      "fsync <tmp:auto-mode.anchor>",
+      "rename <tmp:auto-mode.anchor>->auto-mode.anchor",
       "fsync <dir>",
+      "fsync <agent dir>",
     ]);
     // Each temp file is created exclusively, written, stamped and synced before it is closed and renamed.
     const recovery = io.log.filter((l) => l.endsWith("<tmp:revision.recovery.json>") || l.startsWith("rename <tmp:revision.recovery.json>"));
@@ -138,18 +143,19 @@ describe("P12: atomic writes in a fixed order", () => {
     ]);
   });
 
-  test("temp files are private (0600) and live in the state dir itself", async () => {
+  test("temp files are private (0600) and live in the state dir itself (the anchor's beside the anchor)", async () => {
     const { io, store, dir } = setup();
     const modes: string[] = [];
-    io.before((op, _name, path) => {
+    io.before((op, shown, path) => {
       if (op === "rename") {
-        assert.equal(join(path, ".."), dir, "same directory, so the rename is atomic");
+        assert.equal(join(path, ".."), shown.includes("auto-mode.anchor") ? dirname(dir) : dir, "same directory, so the rename is atomic");
         modes.push((statSync(path).mode & 0o777).toString(8));
       }
     });
     assert.equal((await store.setEnabled(true)).kind, "committed");
-    assert.deepEqual(modes, ["600", "600", "600"]);
+    assert.deepEqual(modes, ["600", "600", "600", "600"]);
     for (const f of Object.values(ARTIFACT_FILES)) assert.equal((statSync(join(dir, f)).mode & 0o777).toString(8), "600");
+    assert.equal((statSync(join(dirname(dir), "auto-mode.anchor")).mode & 0o777).toString(8), "600");
     assert.equal((statSync(dir).mode & 0o777).toString(8), "700");
   });
 
@@ -249,7 +255,7 @@ describe("P12: the per-gate re-read is a stat when nothing changed", () => {
     io.log.length = 0;
     for (let i = 0; i < 1000; i++) await store.read();
     assert.equal(io.count("readFile"), 0, "nothing was read or parsed");
-    assert.equal(io.count("stat"), 3000, "one stat per artifact per read");
+    assert.equal(io.count("stat"), 4000, "one stat per artifact and one of the anchor per read");
     // Another process (here: another store instance on the same dir) commits.
     const other = createDurableGlobalState({ agentDir });
     for (let rev = 4; rev < 40; rev++) {
@@ -286,7 +292,7 @@ describe("P12: the lock", () => {
       if (op === "rename") held.push(existsSync(join(dir, "state.lock")));
     });
     await store.setEnabled(false);
-    assert.deepEqual(held, [true, true, true]);
+    assert.deepEqual(held, [true, true, true, true]);
     assert.equal(existsSync(join(dir, "state.lock")), false);
   });
 

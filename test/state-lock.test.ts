@@ -252,6 +252,6 @@ describe("P12: the commit's last directory sync", () => {
     const store = createDurableGlobalState({ agentDir, fs, lock: TIMING });
     const res = await store.setEnabled(false);
     assert.equal(res.kind, "committed");
-    assert.deepEqual(dirSyncs, [true, true, false], "recovery and primary under the lock, the config's after it, all before the result");
+    assert.deepEqual(dirSyncs, [true, true, false, false], "recovery and primary under the lock, the config's and the anchor's after it, all before the result");
   });
 });

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { ARTIFACT_FILES, ARTIFACTS, LOCK_NAME, serializeConfig, serializeWatermark, type ArtifactName } from "../src/state/artifacts.ts";
 import { effectStore, lockPathOf, undoDirOf } from "../src/effects/store.ts";
+import { ANCHOR_FILE } from "../src/state/locations.ts";
 import { BIN } from "./helpers/cli.ts";
 import { IS_ROOT, KINDS, plant, pool, runWithDeadline, stateProbe, type Kind } from "./helpers/state-hostile.ts";
 
@@ -26,13 +27,15 @@ function healthyFiles(revision: number): Record<ArtifactName, string> {
   return { config: serializeConfig({ revision, enabled: false, reviewer: REVIEWER }), primary: serializeWatermark(revision), recovery: serializeWatermark(revision) };
 }
 
-async function agentWith(artifact: ArtifactName | "lock" | undefined, kind: Kind): Promise<string> {
+async function agentWith(artifact: ArtifactName | "lock" | "anchor" | undefined, kind: Kind): Promise<string> {
   const agentDir = join(root, `agent-${n++}`);
   const dir = join(agentDir, "auto-mode");
   mkdirSync(dir, { recursive: true });
   const files = healthyFiles(3);
   for (const a of ARTIFACTS) writeFileSync(join(dir, ARTIFACT_FILES[a]), files[a]);
+  writeFileSync(join(agentDir, ANCHOR_FILE), files.primary);
   if (artifact === "lock") await plant(join(dir, LOCK_NAME), kind);
+  else if (artifact === "anchor") await plant(join(agentDir, ANCHOR_FILE), kind, files.primary);
   else if (artifact) await plant(join(dir, ARTIFACT_FILES[artifact]), kind, files[artifact]);
   return agentDir;
 }
@@ -77,6 +80,22 @@ describe("P12: a state file that is not a regular file is a fault, never a hang"
       }
     });
   }
+
+  test(`${ANCHOR_FILE} (beside the state folder) not a regular file: a fault that says why; /perm-enabled on rewrites it`, async () => {
+    const results = await pool(
+      KINDS.map((kind) => async () => {
+        const agentDir = await agentWith("anchor", kind);
+        return { kind, read: (await probe("read", agentDir)) as Read, commit: (await probe("commit", await agentWith("anchor", kind))) as { result: { kind: string }; read: Read } };
+      }),
+    );
+    for (const { kind, read, commit } of results) {
+      if (kind === "dangling-symlink") assert.match(read.fault?.detail ?? "", /auto-mode\.anchor \(beside the state folder\) cannot be read: not a regular file \(a symbolic link\)/, JSON.stringify(read));
+      else assert.match(read.fault?.detail ?? "", /auto-mode\.anchor \(beside the state folder\) cannot be read: not a regular file/, `${kind}: ${JSON.stringify(read)}`);
+      assert.equal(read.fault?.code, "unreadable");
+      if (kind === "directory") assert.deepEqual([commit.result.kind, commit.read.kind], ["failed", "fault"], JSON.stringify(commit));
+      else assert.deepEqual([commit.result.kind, commit.read.kind, commit.read.snapshot?.enabled], ["committed", "ok", true], `${kind}: ${JSON.stringify(commit)}`);
+    }
+  });
 
   test("the lock's name taken by a FIFO, a file, a socket or a symlink: not a lock, so a commit takes it over at once", async () => {
     const results = await pool(

@@ -129,6 +129,26 @@ describe("P12: writes to auto mode's own state are denied statically", () => {
     }
   });
 
+  test("the revision anchor beside the state dir: every tool, every spelling, and the copy-back itself", () => {
+    const anchor = selfPaths(agentDir)[2]!;
+    assert.equal(anchor, join(agentDir, "auto-mode.anchor"), "the path the store really writes");
+    for (const path of [anchor, "~/.pi/agent/auto-mode.anchor", `@${anchor}`, `file://${anchor}`, `${agentLink}/auto-mode.anchor`, `${agentDir}/sessions/../auto-mode.anchor`]) {
+      assertDenied("write", { path, content: '{"watermark":0}\n' }, `write ${path}`);
+      assertDenied("edit", { path, edits: [{ oldText: "9", newText: "1" }] }, `edit ${path}`);
+    }
+    for (const command of [
+      "rm ~/.pi/agent/auto-mode.anchor",
+      "echo '{\"watermark\":1}' > ~/.pi/agent/auto-mode.anchor",
+      "cp /tmp/old.anchor ~/.pi/agent/auto-mode.anchor",
+      "mv ~/.pi/agent/auto-mode.anchor /tmp/x",
+      "touch -d 2000-01-01 ~/.pi/agent/auto-mode.anchor",
+      // The rollback the anchor catches, tried by a tool call: already denied as a write to the state dir.
+      "cp -a /tmp/saved-auto-mode/. ~/.pi/agent/auto-mode/",
+      "rsync -a --delete /tmp/saved-auto-mode/ ~/.pi/agent/auto-mode/",
+    ])
+      assertDenied("bash", { command }, command);
+  });
+
   test("git -C into the state dir", () => {
     assertDenied("bash", { command: "git -C ~/.pi/agent/auto-mode init" }, "git -C init");
   });

@@ -209,9 +209,11 @@ describe("P12, P16: damaged global state, through a real AgentSession", () => {
     await h.session.prompt("deploy");
     assert.equal(deploy.runs(), 1);
 
-    // Unrepairable: no watermark survives. The command refuses, says what to do, changes nothing.
+    // Unrepairable: no watermark survives, in the state dir or as the anchor beside it. The
+    // command refuses, says what to do, changes nothing.
     rmSync(join(stateDir, "revision.json"));
     rmSync(join(stateDir, "revision.recovery.json"));
+    rmSync(join(dirs.agentDir, "auto-mode.anchor"));
     const before = readdirSync(stateDir).map((f) => [f, readFileSync(join(stateDir, f), "utf8")]);
     await h.session.prompt("/perm-enabled off");
     assert.match(lastNote(), /cannot be repaired safely.*Quit every running Pi, delete/s);

@@ -8,7 +8,23 @@
 // A commit publishes recovery watermark, primary watermark, then config. So one damaged config
 // plus one damaged watermark still leaves a valid watermark at or above every revision a verdict
 // could have been bound to, and a repair can write above it.
+//
+// Then, last, a fourth copy of the watermark outside the state dir: the anchor (`auto-mode.anchor`
+// beside it in Pi's agent dir). The three artifacts can be consistent and still old: a backup of the
+// state dir restored, a folder sync that brings back yesterday's copy, a copy taken aside and put
+// back (which could say enabled=false). Nothing inside the dir can tell, since the copy is whole;
+// so the anchor says how far revisions already went, and stored state below it is `rolled-back`.
+// Its limit: whatever rewinds or deletes the anchor too (the whole agent dir restored, or a
+// process that writes files as the user and knows both names) is not detected by a fresh process.
+// Any anchor the user's own processes can write can be rewound by them; a counter they cannot
+// rewind (a TPM, a server) is out of reach for a Pi extension. A missing anchor is therefore no
+// information rather than a fault (state written before the anchor existed, or by an older copy
+// of this extension, has none), and a damaged one is a fault only while there is state to judge:
+// deleting the state dir, the advice for state that cannot be repaired, always starts afresh.
+// Published last, the anchor is never ahead of durable watermarks; a crash between the config and
+// the anchor leaves it one commit behind, so a rollback by exactly that one commit goes unseen.
 
+import { ANCHOR_FILE } from "./locations.ts";
 import { THINKING_LEVELS, type FaultCode, type GlobalSnapshot, type ReviewerChoice, type StateFault, type ThinkingLevel } from "./snapshot.ts";
 
 export const CONFIG_FILE = "state.json";
@@ -122,12 +138,18 @@ export type Classification =
 /**
  * What a set of artifacts means. `seen` is the highest revision this process has already seen
  * (0 for none): stored state below it was rolled back, and a repair must also go above it.
- * Missing only when all three are absent; every other imperfection is a fault.
+ * `anchor` is the read of the anchor outside the state dir (see the top of this file).
+ * Missing only when all three are absent (and no anchor says revisions were handed out); every
+ * other imperfection is a fault.
  */
-export function classify(reads: Readonly<Record<ArtifactName, ArtifactRead>>, seen = 0): Classification {
+export function classify(reads: Readonly<Record<ArtifactName, ArtifactRead>>, seen = 0, anchor: ArtifactRead = { kind: "absent" }): Classification {
   const present = ARTIFACTS.filter((a) => reads[a].kind !== "absent");
+  const anchorMark = watermarkOf(anchor);
+  const anchored = anchorMark?.ok && anchorMark.revision > 0 ? anchorMark.revision : undefined;
   if (present.length === 0) {
-    if (seen > 0) return fault("rolled-back", `the state files are gone, but this process already saw revision ${seen}`, undefined, undefined);
+    if (seen > 0) return fault("rolled-back", `the state files are gone, but this process already saw revision ${seen}`, anchored, undefined);
+    if (anchored !== undefined)
+      return fault("rolled-back", `the state files are gone, but ${ANCHOR_FILE} records that revision ${anchored} was reached`, anchored, undefined);
     return { kind: "missing" };
   }
 
@@ -135,12 +157,14 @@ export function classify(reads: Readonly<Record<ArtifactName, ArtifactRead>>, se
   const marks = { primary: watermarkOf(reads.primary), recovery: watermarkOf(reads.recovery) };
   const survivor = config?.kind === "ok" ? config.snapshot : undefined;
   const valid = [marks.primary, marks.recovery].flatMap((m) => (m?.ok ? [m.revision] : []));
+  const bounds = anchored === undefined ? valid : [...valid, anchored];
   // Without a valid watermark nothing bounds the revisions already handed out (P8 binds verdicts to them).
-  const floor = valid.length === 0 ? undefined : Math.max(...valid, survivor?.revision ?? 0, seen);
+  const floor = bounds.length === 0 ? undefined : Math.max(...bounds, survivor?.revision ?? 0, seen);
   const f = (code: FaultCode, detail: string): Classification => fault(code, detail, floor, survivor);
 
   const unreadable = ARTIFACTS.find((a) => reads[a].kind === "unreadable");
   if (unreadable) return f("unreadable", `${ARTIFACT_FILES[unreadable]} cannot be read: ${(reads[unreadable] as { message: string }).message}`);
+  if (anchor.kind === "unreadable") return f("unreadable", `${ANCHOR_FILE} (beside the state folder) cannot be read: ${anchor.message}`);
   if (present.length < ARTIFACTS.length) {
     const missing = ARTIFACTS.filter((a) => reads[a].kind === "absent").map((a) => ARTIFACT_FILES[a]);
     return f("partial", `${missing.join(" and ")} ${missing.length === 1 ? "is" : "are"} missing`);
@@ -149,6 +173,7 @@ export function classify(reads: Readonly<Record<ArtifactName, ArtifactRead>>, se
     const m = marks[name];
     if (m && !m.ok) return f("malformed-watermark", `${ARTIFACT_FILES[name]} is damaged: ${m.problem}`);
   }
+  if (anchorMark && !anchorMark.ok) return f("malformed-watermark", `${ANCHOR_FILE} (beside the state folder) is damaged: ${anchorMark.problem}`);
   if (config?.kind === "unknown-schema") return f("unknown-schema", `${CONFIG_FILE} has an unknown ${config.problem}`);
   if (config?.kind === "malformed") return f("malformed-config", `${CONFIG_FILE} is damaged: ${config.problem}`);
   const [primary, recovery] = valid as [number, number];
@@ -156,7 +181,11 @@ export function classify(reads: Readonly<Record<ArtifactName, ArtifactRead>>, se
   const snapshot = survivor!;
   if (primary < snapshot.revision)
     return f("watermark-below-config", `the config claims revision ${snapshot.revision} but the watermarks only reached ${primary}`);
-  if (primary < seen) return f("rolled-back", `the stored revision ${primary} is below revision ${seen}, which this process already saw`);
+  // The settings of a rolled-back copy are not what the user chose last, so they do not survive a
+  // repair: it writes the defaults (on, no reviewer) unless the repairing command sets something.
+  if (primary < seen) return fault("rolled-back", `the stored revision ${primary} is below revision ${seen}, which this process already saw`, floor, undefined);
+  if (anchored !== undefined && primary < anchored)
+    return fault("rolled-back", `the stored revision ${primary} is below revision ${anchored}, which ${ANCHOR_FILE} records: an older copy of the state folder was put back`, floor, undefined);
   return { kind: "ok", snapshot, watermark: primary };
 }
 

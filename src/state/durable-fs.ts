@@ -228,15 +228,18 @@ export function removeQuietly(fsx: DurableFs, path: string): void {
   }
 }
 
-/** Remove temp files that crashed writers left behind. Only ever called with the lock held. */
-export function sweepTemps(fsx: DurableFs, dir: string): string[] {
+/**
+ * Remove temp files that crashed writers left behind: in the state dir every dot-file temp, in a
+ * shared dir (the anchor's) only those that start with `prefix`. Only ever called with the lock held.
+ */
+export function sweepTemps(fsx: DurableFs, dir: string, prefix = "."): string[] {
   let names: string[];
   try {
     names = fsx.readdir(dir);
   } catch {
     return [];
   }
-  const temps = names.filter((n) => n.startsWith(".") && n.endsWith(TEMP_SUFFIX));
+  const temps = names.filter((n) => n.startsWith(prefix) && n.endsWith(TEMP_SUFFIX));
   for (const t of temps) removeQuietly(fsx, join(dir, t));
   return temps;
 }

@@ -1,8 +1,9 @@
 // Durable global state (P12): one private state dir under Pi's agent dir holding three
-// artifacts (see artifacts.ts), written atomically under a cross-process lock, re-read at every
-// gate by a stat of each artifact (a parse only when one changed), classified as Missing, Ok or
-// Fault. Revisions only grow: a commit writes above the watermark, a repair above every
-// surviving valid watermark or config revision and above what this process has already seen.
+// artifacts, and the revision anchor beside it (see artifacts.ts), written atomically under a
+// cross-process lock, re-read at every gate by a stat of each (a parse only when one changed),
+// classified as Missing, Ok or Fault. Revisions only grow: a commit writes above the watermark, a
+// repair above every surviving valid watermark, config revision or anchor and above what this
+// process has already seen.
 
 import { join } from "node:path";
 import {
@@ -17,7 +18,7 @@ import {
   type Classification,
 } from "./artifacts.ts";
 import { nodeDurableFs, publishFile, sameKey, sweepTemps, syncDir, type DurableFs, type StatResult } from "./durable-fs.ts";
-import { STATE_DIR_NAME } from "./locations.ts";
+import { ANCHOR_FILE, STATE_DIR_NAME } from "./locations.ts";
 import { DEFAULT_LOCK_TIMING, withLock, type LockTiming } from "./lock.ts";
 import {
   applyChange,
@@ -47,7 +48,8 @@ export interface DurableGlobalState extends GlobalStateStore {
 
 const MAX_ARTIFACT_BYTES = 4096;
 
-type Keys = Readonly<Record<ArtifactName, StatResult>>;
+type Stored = ArtifactName | "anchor";
+type Keys = Readonly<Record<Stored, StatResult>>;
 
 interface Cache {
   readonly keys: Keys;
@@ -63,10 +65,11 @@ export function createDurableGlobalState(opts: DurableStoreOptions): DurableGlob
   const fsx = opts.fs ?? nodeDurableFs;
   const timing: LockTiming = { ...DEFAULT_LOCK_TIMING, ...opts.lock };
   const dir = join(opts.agentDir, STATE_DIR_NAME);
-  const paths: Readonly<Record<ArtifactName, string>> = {
+  const paths: Readonly<Record<Stored, string>> = {
     config: join(dir, ARTIFACT_FILES.config),
     primary: join(dir, ARTIFACT_FILES.primary),
     recovery: join(dir, ARTIFACT_FILES.recovery),
+    anchor: join(opts.agentDir, ANCHOR_FILE),
   };
   const lockPath = join(dir, LOCK_NAME);
 
@@ -77,12 +80,13 @@ export function createDurableGlobalState(opts: DurableStoreOptions): DurableGlob
   /** Commits of this process run one after another; other processes are kept out by the lock. */
   let queue: Promise<unknown> = Promise.resolve();
 
-  // Reverse publish order: a reader that sees a new config then sees watermarks at least as new.
-  const READ_ORDER: readonly ArtifactName[] = ["config", "primary", "recovery"];
+  // Reverse publish order: a reader that sees a new anchor then sees a config and watermarks at
+  // least as new, and one that sees a new config sees watermarks at least as new.
+  const READ_ORDER: readonly Stored[] = ["anchor", "config", "primary", "recovery"];
 
-  function load(): { reads: Record<ArtifactName, ArtifactRead>; keys: Keys } {
-    const reads = {} as Record<ArtifactName, ArtifactRead>;
-    const keys = {} as Record<ArtifactName, StatResult>;
+  function load(): { reads: Record<Stored, ArtifactRead>; keys: Keys } {
+    const reads = {} as Record<Stored, ArtifactRead>;
+    const keys = {} as Record<Stored, StatResult>;
     for (const a of READ_ORDER) {
       const r = fsx.readFile(paths[a], MAX_ARTIFACT_BYTES);
       reads[a] = r.read;
@@ -93,7 +97,7 @@ export function createDurableGlobalState(opts: DurableStoreOptions): DurableGlob
 
   function classifyNow(): { c: Classification; keys: Keys } {
     const { reads, keys } = load();
-    const c = classify(reads, seen);
+    const c = classify(reads, seen, reads.anchor);
     if (c.kind === "ok") seen = Math.max(seen, c.watermark);
     return { c, keys };
   }
@@ -134,6 +138,7 @@ export function createDurableGlobalState(opts: DurableStoreOptions): DurableGlob
 
   function critical(change: GlobalChange, intent: Intent, stillHeld: () => boolean): CommitResult {
     sweepTemps(fsx, dir);
+    sweepTemps(fsx, opts.agentDir, `.${ANCHOR_FILE}.`);
     const { c, keys } = classifyNow();
     let base: GlobalSnapshot;
     let floor: number;
@@ -172,6 +177,16 @@ export function createDurableGlobalState(opts: DurableStoreOptions): DurableGlob
       remember(undefined, last, false);
       return { kind: "failed", message: (e as Error).message };
     }
+    // Last, after the watermarks are durable, so the anchor is never ahead of them (its directory
+    // is synced after the release, with the config's).
+    try {
+      publishFile(fsx, opts.agentDir, ANCHOR_FILE, serializeWatermark(revision), revision, stillHeld, false);
+    } catch (e) {
+      // The change itself is stored; only the anchor lags (an older anchor is never a fault).
+      seen = Math.max(seen, revision);
+      remember(undefined, last, false);
+      return { kind: "failed", message: `the change was saved, but the revision anchor ${paths.anchor} could not be written: ${(e as Error).message}` };
+    }
     seen = Math.max(seen, revision);
     // The next read parses once; caching keys from a later stat could pair another writer's files with this snapshot.
     remember(undefined, { kind: "ok", snapshot: next }, true);
@@ -186,7 +201,10 @@ export function createDurableGlobalState(opts: DurableStoreOptions): DurableGlob
         switch (locked.kind) {
           case "held":
             // The config's rename is made durable before the commit is reported.
-            if (locked.value.kind === "committed") syncDir(fsx, dir);
+            if (locked.value.kind === "committed") {
+              syncDir(fsx, dir);
+              syncDir(fsx, opts.agentDir);
+            }
             return locked.value;
           case "busy":
             return { kind: "failed", message: `another Pi process held the auto-mode state lock (${lockPath}) for ${Math.round(timing.waitMs / 1000)} s; nothing was changed` };

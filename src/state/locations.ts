@@ -8,6 +8,11 @@ import { USER_CONFIG_FILE } from "../policy/config/files.ts";
 
 /** The state directory (durable global state, its lock and temp files). */
 export const STATE_DIR_NAME = "auto-mode";
+/**
+ * The revision anchor, beside the state directory rather than in it, so a copy of the directory put
+ * back cannot rewind it (src/state/artifacts.ts says what it catches and what it cannot).
+ */
+export const ANCHOR_FILE = "auto-mode.anchor";
 
 /** Pi's agent directory the way Pi computes it: $PI_CODING_AGENT_DIR (with ~ expanded) or ~/.pi/agent. */
 export function agentDirFromEnv(env: NodeJS.ProcessEnv = process.env, home: string = homedir()): string {
@@ -17,7 +22,7 @@ export function agentDirFromEnv(env: NodeJS.ProcessEnv = process.env, home: stri
 }
 
 export function selfPaths(agentDir: string): string[] {
-  return [join(agentDir, USER_CONFIG_FILE), join(agentDir, STATE_DIR_NAME)];
+  return [join(agentDir, USER_CONFIG_FILE), join(agentDir, STATE_DIR_NAME), join(agentDir, ANCHOR_FILE)];
 }
 
 /** Where the default temporary writable root lives: one private folder per user, not the whole system temp dir. */
