@@ -662,6 +662,56 @@ describe("limits and concurrency", () => {
     assert.equal(existsSync(join(f.ws, ".codex")), false, "and the last holder removed them");
   });
 
+  // The probe's staged run used to launch the next command's holder ahead, into the probe's own
+  // scratch folder: the holder lived on after the probe, and its overlay's work dir (mode 0) made
+  // the probe's clean-up fail as an unprivileged user (EACCES), so the probe itself failed.
+  test("the probe, run again and again, passes and leaves nothing behind: no scratch folder, no holder launched ahead", async (t) => {
+    const reason = skip();
+    if (reason) return t.skip(reason);
+    const tmp = mkdtempSync(join(scratch, "probe-tmp-"));
+    const saved = process.env.TMPDIR;
+    const d = createLinuxDriver({ runDir: join(scratch, "run-probe-again"), lingerMs: 0, spawner: false });
+    process.env.TMPDIR = tmp;
+    try {
+      for (let i = 0; i < 6; i++) {
+        const p = await probeDriver(d);
+        assert.equal(p.ok, true, `probe ${i}: ${p.ok ? "" : p.reason}`);
+        assert.deepEqual(readdirSync(tmp), [], `probe ${i} left its scratch folder`);
+        const stateOf = (pid: string) => {
+          try {
+            return readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /s, "")[0] ?? "";
+          } catch {
+            return "";
+          }
+        };
+        // A cancelled holder may still be tearing down its mount namespace for a moment.
+        const named = () =>
+          readdirSync("/proc")
+            .filter((n) => /^\d+$/.test(n))
+            .flatMap((n) => {
+              try {
+                const cmd = readFileSync(`/proc/${n}/cmdline`, "utf8");
+                return cmd.includes(tmp) ? [`${n}: ${cmd.replaceAll("\0", " ").slice(0, 200)}`] : [];
+              } catch {
+                return [];
+              }
+            });
+        const live = named().filter((l) => !/^[DZX]$/.test(stateOf(l.split(":")[0]!)));
+        assert.deepEqual(live, [], `probe ${i} left a live holder (not one being torn down)`);
+        let left = named();
+        for (let waited = 0; left.length > 0 && waited < 3000; waited += 50) {
+          await new Promise((r) => setTimeout(r, 50));
+          left = named();
+        }
+        assert.deepEqual(left, [], `probe ${i} left processes that name its scratch folder`);
+      }
+    } finally {
+      if (saved === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = saved;
+      await d.shutdown();
+    }
+  });
+
   // Through the spawner helper (the agent) and from the process itself (the CLI's one-shot runs,
   // where each sandbox joins the cgroup before it starts).
   for (const spawner of [true, false]) {

@@ -12,7 +12,7 @@ import { randomBytes } from "node:crypto";
 import { buildPlaces } from "../policy/places.ts";
 import { ROOT_ENTRIES } from "./layout.ts";
 import type { StagedFacts } from "../effects/facts.ts";
-import { removeRun } from "./stage.ts";
+import { removeRun, removeTree } from "./stage.ts";
 import { readProbeCache, writeProbeCache } from "./probe-cache.ts";
 import type { ProbeResult, SandboxDriver, StagingStatus } from "./types.ts";
 
@@ -192,7 +192,7 @@ async function probeOnce(driver: SandboxDriver, workspace: "staged" | "direct"):
   } finally {
     server?.server.close();
     if (root) {
-      rmSync(root, { recursive: true, force: true });
+      removeTree(root);
       scratch.delete(root);
     }
   }

@@ -113,6 +113,32 @@ function openWorkDirs(dir: string): void {
   }
 }
 
+/**
+ * Remove a folder that may hold overlay work dirs, wherever they are in it: a holder killed while
+ * it mounted can leave a mode-0 work/work after its run was opened up, which only root could
+ * remove as it is.
+ */
+export function removeTree(dir: string): void {
+  try {
+    rmSync(dir, { recursive: true, force: true, maxRetries: 2 });
+    return;
+  } catch {
+    // opened up below, then once more
+  }
+  const open = (d: string): void => {
+    let entries;
+    try {
+      chmodSync(d, 0o700);
+      entries = readdirSync(d, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) if (e.isDirectory()) open(join(d, e.name));
+  };
+  open(dir);
+  rmSync(dir, { recursive: true, force: true, maxRetries: 2 });
+}
+
 /** Remove a run's folders. */
 export function removeRun(run: Pick<StageRun, "dir">): void {
   openWorkDirs(run.dir);

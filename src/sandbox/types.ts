@@ -78,7 +78,7 @@ export interface SandboxDriver {
   exec(spec: SpawnSpec, io: SpawnIo): Promise<SpawnOutcome>;
   /** A start failure caused by the call's own files changing under it (a path removed meanwhile), not by the sandbox. */
   transient(detail: string): boolean;
-  /** Remove placeholders that no command holds any more, now rather than after their linger. Throws when cleanup fails. */
+  /** Nothing follows for now: cancel the holder launched ahead, and remove placeholders that no command holds any more, now rather than after their linger. Throws when cleanup fails. */
   settle(): void;
   /** Release process-wide resources (placeholders, helper process, cgroup). Rejects when cleanup fails. */
   shutdown(): Promise<void>;

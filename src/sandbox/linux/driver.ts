@@ -419,7 +419,13 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
     },
     // A protected path or the working directory removed between the layout and the mount.
     transient: (detail) => /^bwrap: Can't (find source path|chdir|create file at|mkdir)/m.test(detail),
-    settle: () => pool.flush(),
+    settle() {
+      // Nothing follows for now (the probe's scratch workspace, a test's last command): a holder
+      // launched ahead would outlive what it mounts.
+      next = undefined;
+      cancelAhead();
+      pool.flush();
+    },
     stopNow() {
       try {
         next = undefined;
