@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, utimesSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
-import { ARTIFACT_FILES, ARTIFACTS, LOCK_NAME, serializeConfig, serializeWatermark, type ArtifactName } from "../src/state/artifacts.ts";
+import { ARTIFACT_FILES, ARTIFACTS, LOCK_NAME, serializeAnchor, serializeConfig, serializeWatermark, type ArtifactName } from "../src/state/artifacts.ts";
 import { effectStore, lockPathOf, undoDirOf } from "../src/effects/store.ts";
 import { ANCHOR_FILE } from "../src/state/locations.ts";
 import { BIN } from "./helpers/cli.ts";
@@ -33,9 +33,10 @@ async function agentWith(artifact: ArtifactName | "lock" | "anchor" | undefined,
   mkdirSync(dir, { recursive: true });
   const files = healthyFiles(3);
   for (const a of ARTIFACTS) writeFileSync(join(dir, ARTIFACT_FILES[a]), files[a]);
-  writeFileSync(join(agentDir, ANCHOR_FILE), files.primary);
+  const anchor = serializeAnchor(3, files.config);
+  writeFileSync(join(agentDir, ANCHOR_FILE), anchor);
   if (artifact === "lock") await plant(join(dir, LOCK_NAME), kind);
-  else if (artifact === "anchor") await plant(join(agentDir, ANCHOR_FILE), kind, files.primary);
+  else if (artifact === "anchor") await plant(join(agentDir, ANCHOR_FILE), kind, anchor);
   else if (artifact) await plant(join(dir, ARTIFACT_FILES[artifact]), kind, files[artifact]);
   return agentDir;
 }

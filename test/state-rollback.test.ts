@@ -10,7 +10,7 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, write
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
-import { ARTIFACT_FILES, serializeConfig, serializeWatermark } from "../src/state/artifacts.ts";
+import { ARTIFACT_FILES, serializeAnchor, serializeConfig, serializeWatermark } from "../src/state/artifacts.ts";
 import { createDurableGlobalState } from "../src/state/durable-store.ts";
 import { readEnabled, type GlobalRead } from "../src/state/global.ts";
 import { ANCHOR_FILE } from "../src/state/locations.ts";
@@ -88,7 +88,7 @@ describe("P12: an older copy of the state folder put back is a fault", () => {
     assert.equal(r.kind === "fault" && r.fault.floor, 3);
     const fixed = await s.repair();
     assert.deepEqual(fixed.kind === "committed" && fixed.snapshot, { enabled: true, reviewer: undefined, revision: 4 });
-    assert.equal(readFileSync(a.anchor, "utf8"), serializeWatermark(4));
+    assert.equal(readFileSync(a.anchor, "utf8"), serializeAnchor(4, serializeConfig({ enabled: true, reviewer: undefined, revision: 4 })));
     assert.deepEqual(await a.fresh().read(), { kind: "ok", snapshot: { enabled: true, reviewer: undefined, revision: 4 } });
   });
 
@@ -115,6 +115,25 @@ describe("P12: an older copy of the state folder put back is a fault", () => {
   });
 });
 
+describe("P12: a config changed in place is a fault, even where its form is intact", () => {
+  test("one flipped bit in the reviewer's name (still a name) or in the revision (still a number): anchor-mismatch, and the settings do not survive", async () => {
+    const a = agent();
+    await savedOffState(a);
+    const path = join(a.dir, ARTIFACT_FILES.config);
+    const text = readFileSync(path, "utf8");
+    for (const [what, from, to] of [
+      ["model name", '"tiny"', '"tinx"'],
+      ["provider name", '"cheap"', '"chea`"'],
+      ["revision", '"revision":2', '"revision":0'],
+    ] as const) {
+      writeFileSync(path, text.replace(from, to));
+      const r = await a.fresh().read();
+      assert.equal(faultCode(r), "anchor-mismatch", `${what}: ${JSON.stringify(r)}`);
+      if (what !== "revision") assert.equal(r.kind === "fault" && r.fault.survivor, undefined, what);
+    }
+  });
+});
+
 describe("P12: what the anchor does not judge", () => {
   test("state written before the anchor existed (no anchor) is read as it is, and the next commit writes the anchor", async () => {
     const a = agent();
@@ -124,20 +143,26 @@ describe("P12: what the anchor does not judge", () => {
     const s = a.fresh();
     assert.equal((await s.read()).kind, "ok");
     assert.equal((await s.setEnabled(false)).kind, "committed");
-    assert.equal(readFileSync(a.anchor, "utf8"), serializeWatermark(6));
+    assert.equal(readFileSync(a.anchor, "utf8"), serializeAnchor(6, serializeConfig({ revision: 6, enabled: false, reviewer: REVIEWER })));
   });
 
-  test("an anchor one commit behind (a crash between the config and the anchor, or a commit by an older copy of this extension) is not a fault", async () => {
+  test("an anchor behind the config (a crash between the config and the anchor, or a commit by a copy of this extension older than the anchor) is a fault a repair fixes, keeping the settings", async () => {
     const a = agent();
     await savedOffState(a);
-    writeFileSync(a.anchor, serializeWatermark(1));
-    assert.equal((await a.fresh().read()).kind, "ok");
+    writeFileSync(a.anchor, serializeAnchor(1, serializeConfig({ revision: 1, enabled: true, reviewer: WEAKER })));
+    const r = await a.fresh().read();
+    assert.equal(faultCode(r), "anchor-mismatch");
+    assert.match(r.kind === "fault" ? r.fault.detail : "", /state\.json is revision 2 but auto-mode\.anchor records revision 1 \(a commit stopped before the anchor/);
+    assert.deepEqual(r.kind === "fault" && r.fault.survivor, { enabled: false, reviewer: WEAKER, revision: 2 });
+    const fixed = await a.fresh().repair();
+    assert.deepEqual(fixed.kind === "committed" && fixed.snapshot, { enabled: false, reviewer: WEAKER, revision: 3 });
   });
 
   test("a damaged anchor is a fault while there is state, repaired by the next explicit command; without state it is ignored, so deleting the folder always starts afresh", async () => {
     const a = agent();
     await savedOffState(a);
-    for (const damaged of ["", "{", serializeWatermark(2).trim(), '{"watermark":-1}\n', '{"anchor":2}\n']) {
+    const good = readFileSync(a.anchor, "utf8");
+    for (const damaged of ["", "{", good.trim(), good.slice(0, -4) + '"}\n', serializeWatermark(2), '{"anchor":2}\n', good.replace('"anchor":2', '"anchor":-2')]) {
       writeFileSync(a.anchor, damaged);
       const r = await a.fresh().read();
       assert.equal(faultCode(r), "malformed-watermark", JSON.stringify(damaged));
@@ -145,7 +170,7 @@ describe("P12: what the anchor does not judge", () => {
     }
     const fixed = await a.fresh().setEnabled(true);
     assert.equal(fixed.kind, "committed");
-    assert.equal(readFileSync(a.anchor, "utf8"), serializeWatermark(3));
+    assert.equal(readFileSync(a.anchor, "utf8"), serializeAnchor(3, serializeConfig({ revision: 3, enabled: true, reviewer: WEAKER })));
 
     writeFileSync(a.anchor, "{");
     rmSync(a.dir, { recursive: true });

@@ -9,22 +9,32 @@
 // plus one damaged watermark still leaves a valid watermark at or above every revision a verdict
 // could have been bound to, and a repair can write above it.
 //
-// Then, last, a fourth copy of the watermark outside the state dir: the anchor (`auto-mode.anchor`
-// beside it in Pi's agent dir). The three artifacts can be consistent and still old: a backup of the
-// state dir restored, a folder sync that brings back yesterday's copy, a copy taken aside and put
-// back (which could say enabled=false). Nothing inside the dir can tell, since the copy is whole;
-// so the anchor says how far revisions already went, and stored state below it is `rolled-back`.
-// Its limit: whatever rewinds or deletes the anchor too (the whole agent dir restored, or a
-// process that writes files as the user and knows both names) is not detected by a fresh process.
-// Any anchor the user's own processes can write can be rewound by them; a counter they cannot
-// rewind (a TPM, a server) is out of reach for a Pi extension. A missing anchor is therefore no
-// information rather than a fault (state written before the anchor existed, or by an older copy
-// of this extension, has none), and a damaged one is a fault only while there is state to judge:
-// deleting the state dir, the advice for state that cannot be repaired, always starts afresh.
-// Published last, the anchor is never ahead of durable watermarks; a crash between the config and
-// the anchor leaves it one commit behind, so a rollback by exactly that one commit goes unseen.
+// Then, last, the anchor (`auto-mode.anchor`, beside the state dir in Pi's agent dir): the
+// revision once more, with a digest of the exact config text it was written with.
+//
+// - Rollback. The three artifacts can be consistent and still old: a backup of the state dir
+//   restored, a folder sync that brings back yesterday's copy, a copy taken aside and put back
+//   (which could say enabled=false). Nothing inside the dir can tell, since the copy is whole; the
+//   anchor says how far revisions already went, and watermarks below it are `rolled-back`.
+// - Damage in place. The exact form catches truncation and most edits, but not a flipped bit in a
+//   reviewer's name, which is still a name; the digest does (`anchor-mismatch`).
+//
+// The config must be exactly the anchor's revision and digest. A config ahead of the anchor is a
+// fault too, although it has an innocent cause (a crash between the config's rename and the
+// anchor's, or a commit by a copy of this extension older than the anchor): accepting a lagging
+// anchor would accept any damage that also lowers it. The fault keeps the config as the survivor,
+// so a repair keeps the settings; a digest that does not match drops them.
+//
+// Limits. Whatever rewinds or deletes the anchor too (the whole agent dir restored, a process that
+// writes files as the user and knows both names) is not detected by a fresh process: any anchor
+// the user's own processes can write they can rewind, and a counter they cannot (a TPM, a server)
+// is out of reach for a Pi extension. A missing anchor is therefore no information rather than a
+// fault (state written before the anchor existed has none), and a damaged one is a fault only
+// while there is state to judge: deleting the state dir, the advice for state that cannot be
+// repaired, with the anchor always starts afresh.
 
 import { ANCHOR_FILE } from "./locations.ts";
+import { createHash } from "node:crypto";
 import { THINKING_LEVELS, type FaultCode, type GlobalSnapshot, type ReviewerChoice, type StateFault, type ThinkingLevel } from "./snapshot.ts";
 
 export const CONFIG_FILE = "state.json";
@@ -74,6 +84,13 @@ export function serializeWatermark(revision: number): string {
   return `${JSON.stringify({ watermark: revision })}\n`;
 }
 
+/** The digest of the exact config text an anchor vouches for. */
+export const configDigest = (configText: string): string => createHash("sha256").update(configText).digest("hex");
+
+export function serializeAnchor(revision: number, configText: string): string {
+  return `${JSON.stringify({ anchor: revision, config: configDigest(configText) })}\n`;
+}
+
 const isRevision = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
 const isName = (v: unknown): v is string => typeof v === "string" && v.length > 0 && v.length <= MAX_NAME;
 const isThinking = (v: unknown): v is ThinkingLevel => typeof v === "string" && (THINKING_LEVELS as readonly string[]).includes(v);
@@ -98,6 +115,18 @@ export function parseWatermark(text: string): WatermarkParse {
   // Byte-exact: a truncated or hand-edited file that still happens to parse is not ours.
   if (serializeWatermark(v.watermark) !== text) return { ok: false, problem: "not in the form this extension writes" };
   return { ok: true, revision: v.watermark };
+}
+
+export type AnchorParse = { readonly ok: true; readonly revision: number; readonly digest: string } | { readonly ok: false; readonly problem: string };
+
+export function parseAnchor(text: string): AnchorParse {
+  const json = parseJson(text);
+  if (!json.ok) return json;
+  const v = json.value;
+  if (!isObject(v) || Object.keys(v).length !== 2 || !isRevision(v.anchor) || typeof v.config !== "string" || !/^[0-9a-f]{64}$/.test(v.config))
+    return { ok: false, problem: "not an anchor" };
+  if (`${JSON.stringify({ anchor: v.anchor, config: v.config })}\n` !== text) return { ok: false, problem: "not in the form this extension writes" };
+  return { ok: true, revision: v.anchor, digest: v.config };
 }
 
 export type ConfigParse =
@@ -144,11 +173,11 @@ export type Classification =
  */
 export function classify(reads: Readonly<Record<ArtifactName, ArtifactRead>>, seen = 0, anchor: ArtifactRead = { kind: "absent" }): Classification {
   const present = ARTIFACTS.filter((a) => reads[a].kind !== "absent");
-  const anchorMark = watermarkOf(anchor);
-  const anchored = anchorMark?.ok && anchorMark.revision > 0 ? anchorMark.revision : undefined;
+  const anchorMark = anchor.kind === "text" ? parseAnchor(anchor.text) : undefined;
+  const anchored = anchorMark?.ok ? anchorMark.revision : undefined;
   if (present.length === 0) {
     if (seen > 0) return fault("rolled-back", `the state files are gone, but this process already saw revision ${seen}`, anchored, undefined);
-    if (anchored !== undefined)
+    if (anchored !== undefined && anchored > 0)
       return fault("rolled-back", `the state files are gone, but ${ANCHOR_FILE} records that revision ${anchored} was reached`, anchored, undefined);
     return { kind: "missing" };
   }
@@ -184,8 +213,18 @@ export function classify(reads: Readonly<Record<ArtifactName, ArtifactRead>>, se
   // The settings of a rolled-back copy are not what the user chose last, so they do not survive a
   // repair: it writes the defaults (on, no reviewer) unless the repairing command sets something.
   if (primary < seen) return fault("rolled-back", `the stored revision ${primary} is below revision ${seen}, which this process already saw`, floor, undefined);
-  if (anchored !== undefined && primary < anchored)
-    return fault("rolled-back", `the stored revision ${primary} is below revision ${anchored}, which ${ANCHOR_FILE} records: an older copy of the state folder was put back`, floor, undefined);
+  if (anchorMark?.ok) {
+    const a = anchorMark.revision;
+    if (primary < a) return fault("rolled-back", `the stored revision ${primary} is below revision ${a}, which ${ANCHOR_FILE} records: an older copy of the state folder was put back`, floor, undefined);
+    if (snapshot.revision !== a)
+      return f(
+        "anchor-mismatch",
+        `${CONFIG_FILE} is revision ${snapshot.revision} but ${ANCHOR_FILE} records revision ${a}` +
+          (snapshot.revision > a ? " (a commit stopped before the anchor, or a copy of pi-auto-mode without the anchor wrote the state)" : ""),
+      );
+    if (configDigest((reads.config as { text: string }).text) !== anchorMark.digest)
+      return fault("anchor-mismatch", `${CONFIG_FILE} is not the config ${ANCHOR_FILE} records for revision ${a}: it was changed in place`, floor, undefined);
+  }
   return { kind: "ok", snapshot, watermark: primary };
 }
 

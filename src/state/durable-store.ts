@@ -11,6 +11,7 @@ import {
   classify,
   LOCK_NAME,
   PUBLISH_ORDER,
+  serializeAnchor,
   serializeConfig,
   serializeWatermark,
   type ArtifactName,
@@ -180,9 +181,9 @@ export function createDurableGlobalState(opts: DurableStoreOptions): DurableGlob
     // Last, after the watermarks are durable, so the anchor is never ahead of them (its directory
     // is synced after the release, with the config's).
     try {
-      publishFile(fsx, opts.agentDir, ANCHOR_FILE, serializeWatermark(revision), revision, stillHeld, false);
+      publishFile(fsx, opts.agentDir, ANCHOR_FILE, serializeAnchor(revision, serializeConfig(next)), revision, stillHeld, false);
     } catch (e) {
-      // The change itself is stored; only the anchor lags (an older anchor is never a fault).
+      // The change itself is stored; the anchor lags, which reads as a fault until the next commit.
       seen = Math.max(seen, revision);
       remember(undefined, last, false);
       return { kind: "failed", message: `the change was saved, but the revision anchor ${paths.anchor} could not be written: ${(e as Error).message}` };

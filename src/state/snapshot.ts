@@ -40,8 +40,10 @@ export type FaultCode =
   | "unknown-schema"
   /** The config is not exactly what this extension writes. */
   | "malformed-config"
-  /** The stored revision is below one this process has already seen: state was rolled back or deleted. */
-  | "rolled-back";
+  /** The stored revision is below one this process, or the anchor beside the state dir, has already seen: state was rolled back or deleted. */
+  | "rolled-back"
+  /** The config is not the one the anchor records (another revision, or other bytes): see artifacts.ts. */
+  | "anchor-mismatch";
 
 export interface StateFault {
   readonly code: FaultCode;
