@@ -940,6 +940,18 @@ describe("the gate's decision for odd paths", () => {
     }
   });
 
+  test("an empty path names no file to read, write or edit: malformed; the listing tools read it as their default '.'", () => {
+    for (const tool of ["write", "edit", "read"]) {
+      const input = tool === "edit" ? { path: "", edits: [{ oldText: "a", newText: "b" }] } : tool === "write" ? { path: "", content: "x" } : { path: "" };
+      const d = routeOf(tool, input);
+      assert.deepEqual([d.route, d.reason], ["review", "malformed-input"], tool);
+    }
+    for (const tool of ["ls", "find", "grep"]) {
+      const input = tool === "ls" ? { path: "" } : { path: "", pattern: "x" };
+      assert.deepEqual(routeOf(tool, input).route, routeOf(tool, { ...input, path: "." }).route, tool);
+    }
+  });
+
   test("every edit form Pi accepts is judged by its path; what Pi rejects stays malformed", () => {
     const forms = [
       { oldText: "a", newText: "b" },

@@ -49,6 +49,9 @@ function resolvePathArg(tool: string, input: unknown, cwd: string, home: string)
     return [{ raw: ".", lexical, ...resolveReal(lexical) }];
   }
   if (typeof raw !== "string") return [];
+  // Pi reads "" as the working directory itself, which no read, write or edit can mean: malformed.
+  // The listing tools read it as "." (their default), and so does the gate.
+  if (raw === "" && !spec.optional) return [];
   const lexical = spec.read ? resolveReadLikePi(raw, cwd, home) : resolveLikePi(raw, cwd, home);
   return [{ raw, lexical, ...resolveReal(lexical) }];
 }
