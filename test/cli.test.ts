@@ -56,7 +56,8 @@ describe("check", PARALLEL, () => {
     assert.equal(j.route, "deny");
     assert.equal(j.reason, "hard-deny");
     assert.equal(j.tool, "bash");
-    assert.equal(j.backend, "review-only", "review-only is the default backend until the sandbox lands");
+    const doctor = lastJson((await run(["doctor", "--json"])).stdout) as { backend: { name: string } };
+    assert.equal(j.backend, doctor.backend.name, "by default check judges with the backend the extension gates with here");
     assert.equal(typeof j.message, "string");
     assert.match(j.hash as string, /^[0-9a-f]{64}$/);
   });

@@ -25,8 +25,9 @@ Options:
   --cwd DIR          the session's working directory (default: the current directory)
   --tmp-root DIR     the temporary writable root (default: ${defaultTmpRootPath()},
                      unless tmpRoot is set in the user config)
-  --backend NAME     sandboxed, review-only or unavailable (default: review-only, until
-                     the OS sandbox lands)
+  --backend NAME     sandboxed, sandboxed-unstaged, review-only or unavailable (default:
+                     the one the extension gates with on this machine, from the sandbox
+                     probe)
   --json             print one JSON object on the last line: tool, backend, route, reason,
                      message, hash (null when the input could not be canonicalized), cwd;
                      with --review also decision (allow or deny, the final outcome), run,
@@ -53,9 +54,6 @@ const SPEC: CommandSpec = {
   positionals: [],
   rest: true,
 };
-
-/** The backend the extension runs with today: the OS sandbox is a later issue. */
-export const DEFAULT_CHECK_BACKEND: Backend = "review-only";
 
 export interface CheckRequest {
   readonly tool: string;
@@ -104,7 +102,7 @@ export async function runCheck(argv: readonly string[], io: Io): Promise<number>
   const review = reviewOptions("check", args);
   if (!review && args.strings.has("user")) throw new CliError("check: --user needs --review");
   const backendFlag = args.strings.get("backend");
-  const backend = backendFlag === undefined ? DEFAULT_CHECK_BACKEND : oneOf("check", "backend", backendFlag, BACKENDS);
+  const backend = backendFlag === undefined ? await (await import("./sandbox.ts")).machineBackend() : oneOf("check", "backend", backendFlag, BACKENDS);
   const cwdFlag = args.strings.get("cwd");
   const cwd = cwdFlag === undefined ? io.cwd : directory("--cwd", io.cwd, cwdFlag);
   const tmpFlag = args.strings.get("tmp-root");

@@ -158,6 +158,16 @@ export interface SandboxDoctor {
   readonly facts: readonly string[];
 }
 
+/** The backend the extension would gate with on this machine: a remembered probe pass, or the probe. */
+export async function machineBackend(): Promise<Backend> {
+  const [{ createController }, { probeWithCache }] = await Promise.all([import("../sandbox/controller.ts"), import("../sandbox/probe.ts")]);
+  const linux = process.platform === "linux" ? await import("../sandbox/linux/driver.ts") : undefined;
+  const controller = createController({ ...(linux ? { driver: linux.createLinuxDriver({ spawner: false }) } : {}), probe: (d) => probeWithCache(d) });
+  const status = await controller.ready();
+  await controller.drain();
+  return status.backend;
+}
+
 /** The backend this machine gives the gate, and why: runs the capability probe. */
 export async function sandboxDoctor(): Promise<SandboxDoctor> {
   const { createController } = await import("../sandbox/controller.ts");
