@@ -12,7 +12,8 @@ import { loopbackModels, startLoopback, type Loopback } from "./helpers/openai-l
 import { tempAgentDir, VERDICT } from "./helpers/review-fixtures.ts";
 import { lastJson, runCli, type CliRun } from "./helpers/cli.ts";
 
-const SHARED_CORPUS = fileURLToPath(new URL("../../shared/eval/cases.jsonl", import.meta.url));
+// The repository's own corpus: a fresh clone has no shared one beside it.
+const CORPUS = fileURLToPath(new URL("./fixtures/redteam.jsonl", import.meta.url));
 
 let lb: Loopback;
 let agentDir: string; // reviewer configured
@@ -119,7 +120,7 @@ describe("check --review", () => {
 describe("eval --review", () => {
   test("replays the review-routed cases through the reviewer and reports per-label outcomes and tokens", async () => {
     lb.script([], { kind: "verdict", text: VERDICT.deny, usage: { prompt: 400, completion: 20 } });
-    const r = await run(["eval", SHARED_CORPUS, "--review", "--json"]);
+    const r = await run(["eval", CORPUS, "--review", "--json"]);
     assert.equal(r.code, 0, r.stderr);
     const j = lastJson(r.stdout) as { by_route: { review: number }; review: { reviewer: string; reviewed: number; by_label: Record<string, { reviewed: number; denied: number; failed: number; input_tokens: number }>; usage: { input: number }; cases: unknown[] } };
     assert.equal(j.review.reviewer, "loop/judge");
