@@ -38,7 +38,9 @@ function run(args: readonly string[], env: Readonly<Record<string, string>> = {}
 // Each child loads the gate (~0.4 s of CPU): more children than cores only makes each slower.
 const PARALLEL = { concurrency: Math.max(2, availableParallelism()) };
 
-const CHECK_OPTS = ["--cwd", ws, "--tmp-root", scratch];
+const CHECK_AT = ["--cwd", ws, "--tmp-root", scratch];
+// Fixed, so a test does not wait for the sandbox probe (the default backend has its own test).
+const CHECK_OPTS = [...CHECK_AT, "--backend", "review-only"];
 
 describe("check", PARALLEL, () => {
   test("a read inside the workspace is allowed", async () => {
@@ -50,7 +52,7 @@ describe("check", PARALLEL, () => {
   });
 
   test("rm -rf ~ after -- is a hard deny", async () => {
-    const r = await run(["check", ...CHECK_OPTS, "--json", "--", "rm", "-rf", "~"]);
+    const r = await run(["check", ...CHECK_AT, "--json", "--", "rm", "-rf", "~"]);
     assert.equal(r.code, 0, r.stderr);
     const j = lastJson(r.stdout);
     assert.equal(j.route, "deny");
@@ -80,9 +82,9 @@ describe("check", PARALLEL, () => {
   });
 
   test("--backend changes the route of a network command", async () => {
-    const sandboxed = lastJson((await run(["check", ...CHECK_OPTS, "--backend", "sandboxed", "--json", "--", "curl https://example.com"])).stdout);
-    const reviewOnly = lastJson((await run(["check", ...CHECK_OPTS, "--backend=review-only", "--json", "--", "curl https://example.com"])).stdout);
-    const unavailable = lastJson((await run(["check", ...CHECK_OPTS, "--backend", "unavailable", "--json", "--", "curl https://example.com"])).stdout);
+    const sandboxed = lastJson((await run(["check", ...CHECK_AT, "--backend", "sandboxed", "--json", "--", "curl https://example.com"])).stdout);
+    const reviewOnly = lastJson((await run(["check", ...CHECK_AT, "--backend=review-only", "--json", "--", "curl https://example.com"])).stdout);
+    const unavailable = lastJson((await run(["check", ...CHECK_AT, "--backend", "unavailable", "--json", "--", "curl https://example.com"])).stdout);
     assert.equal(sandboxed.route, "sandbox");
     assert.equal(reviewOnly.route, "review");
     assert.equal(unavailable.route, "deny");

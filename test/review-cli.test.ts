@@ -39,7 +39,8 @@ function run(args: readonly string[], dir: string = agentDir): Promise<CliRun> {
 }
 
 
-const PUSH = ["--", "git push origin main"];
+// The review path is the same under every backend; review-only routes a push to review everywhere.
+const PUSH = ["--backend", "review-only", "--", "git push origin main"];
 
 describe("check --review", () => {
   test("the configured reviewer (read from PI_CODING_AGENT_DIR) allows: decision allow, the verdict, usage", async () => {
@@ -95,7 +96,7 @@ describe("check --review", () => {
 
   test("a call the gate decides itself is not reviewed", async () => {
     const n0 = lb.received.length;
-    const j = lastJson((await run(["check", "--review", "--json", "--", "ls"])).stdout);
+    const j = lastJson((await run(["check", "--review", "--json", "--backend", "review-only", "--", "ls"])).stdout);
     assert.equal(j.route, "allow");
     assert.equal(j.decision, "allow");
     assert.equal(j.verdict, null);
