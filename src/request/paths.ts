@@ -28,10 +28,12 @@ function normalizeLikePi(input: string, home: string, isArgument: boolean): stri
 /** The absolute path Pi's file tools compute for `input` (before any symlink is followed). Throws on input Pi would also reject. */
 export function resolveLikePi(input: string, cwd: string, home: string): string {
   const normalized = normalizeLikePi(input, home, true);
-  // Checked after normalization: a file URL can carry an encoded NUL ("%00").
-  if (normalized.includes("\0")) throw new Error("path contains a NUL byte");
   const base = normalizeLikePi(cwd, home, false);
-  return isAbsolute(normalized) ? resolve(normalized) : resolve(base, normalized);
+  const resolved = isAbsolute(normalized) ? resolve(normalized) : resolve(base, normalized);
+  // Checked on what reaches the file system: a file URL can carry an encoded NUL ("%00"), and a
+  // component with a NUL that a later ".." takes away never does (Pi opens "x\0y/../f" as "f").
+  if (resolved.includes("\0")) throw new Error("path contains a NUL byte");
+  return resolved;
 }
 
 /**
