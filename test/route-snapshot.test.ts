@@ -40,10 +40,10 @@ function lines(): string[] {
     calls.push({ key: `generated:${i}:${createHash("sha256").update(command).digest("hex").slice(0, 8)}`, tool: "bash", input: { command } });
   }
   // A reading cut short by the analysis clock (src/policy/shell/env.ts) depends on the machine's
-  // load by design, most of all cold: such a decision is taken again, warm, a few times.
+  // load by design, most of all cold: such a decision is taken again, warm, up to 20 times.
   const decided = (c: (typeof calls)[number], b: Backend) => {
     let d = decideLikeTheExtension(c.tool, c.input, setup, b).decision;
-    for (let i = 0; i < 5 && /gate spends on one command/.test(d.message); i++) d = decideLikeTheExtension(c.tool, c.input, setup, b).decision;
+    for (let i = 0; i < 20 && /gate spends on one command/.test(d.message); i++) d = decideLikeTheExtension(c.tool, c.input, setup, b).decision;
     return `${d.route}/${d.reason}`;
   };
   return calls.map((c) => `${c.key} ${BACKENDS.map((b) => decided(c, b)).join(" ")}`);
