@@ -184,11 +184,18 @@ export function classify(reads: Readonly<Record<ArtifactName, ArtifactRead>>, se
 
   const config = reads.config.kind === "text" ? parseConfig(reads.config.text) : undefined;
   const marks = { primary: watermarkOf(reads.primary), recovery: watermarkOf(reads.recovery) };
-  const survivor = config?.kind === "ok" ? config.snapshot : undefined;
+  const parsed = config?.kind === "ok" ? config.snapshot : undefined;
+  // A config the anchor disowns keeps no settings through a repair, whatever else is at fault: one
+  // older than the anchor's revision was put back from a copy (an old state.json alone, saying
+  // off, would otherwise be restored by the next /perm-auto-model), and one at its revision with
+  // other bytes was changed in place. Only a config ahead of the anchor is kept (see the top).
+  const disowned =
+    parsed !== undefined && anchorMark?.ok === true && (parsed.revision < anchorMark.revision || (parsed.revision === anchorMark.revision && configDigest((reads.config as { text: string }).text) !== anchorMark.digest));
+  const survivor = disowned ? undefined : parsed;
   const valid = [marks.primary, marks.recovery].flatMap((m) => (m?.ok ? [m.revision] : []));
   const bounds = anchored === undefined ? valid : [...valid, anchored];
   // Without a valid watermark nothing bounds the revisions already handed out (P8 binds verdicts to them).
-  const floor = bounds.length === 0 ? undefined : Math.max(...bounds, survivor?.revision ?? 0, seen);
+  const floor = bounds.length === 0 ? undefined : Math.max(...bounds, parsed?.revision ?? 0, seen);
   const f = (code: FaultCode, detail: string): Classification => fault(code, detail, floor, survivor);
 
   const unreadable = ARTIFACTS.find((a) => reads[a].kind === "unreadable");
@@ -207,7 +214,7 @@ export function classify(reads: Readonly<Record<ArtifactName, ArtifactRead>>, se
   if (config?.kind === "malformed") return f("malformed-config", `${CONFIG_FILE} is damaged: ${config.problem}`);
   const [primary, recovery] = valid as [number, number];
   if (primary !== recovery) return f("unequal-watermarks", `the revision watermarks disagree (${primary} and ${recovery}): a commit stopped between them`);
-  const snapshot = survivor!;
+  const snapshot = parsed!;
   if (primary < snapshot.revision)
     return f("watermark-below-config", `the config claims revision ${snapshot.revision} but the watermarks only reached ${primary}`);
   // The settings of a rolled-back copy are not what the user chose last, so they do not survive a

@@ -34,6 +34,8 @@ export interface FuzzOptions<Ts> {
   readonly runs: number;
   /** Inputs that always run first (hand-picked edges). */
   readonly examples?: readonly Ts[];
+  /** False where each run is slow to fail (a child killed at its deadline): report the first failure unshrunk. */
+  readonly shrink?: boolean;
 }
 
 function show(v: unknown): string {
@@ -51,14 +53,14 @@ function show(v: unknown): string {
  */
 export async function checkProperty<Ts>(t: TestContext, property: fc.IProperty<Ts> | fc.IAsyncProperty<Ts>, opts: FuzzOptions<Ts>): Promise<void> {
   const t0 = performance.now();
-  const details = await fc.check(property as fc.IAsyncProperty<Ts>, { seed: FUZZ_SEED, numRuns: opts.runs, examples: opts.examples ? [...opts.examples] : undefined, endOnFailure: false });
+  const details = await fc.check(property as fc.IAsyncProperty<Ts>, { seed: FUZZ_SEED, numRuns: opts.runs, examples: opts.examples ? [...opts.examples] : undefined, endOnFailure: opts.shrink === false });
   const ms = Math.round(performance.now() - t0);
   if (!details.failed) {
     t.diagnostic(`${details.numRuns} runs passed (${details.numSkips} skipped), seed ${details.seed}, ${ms} ms`);
     return;
   }
   t.diagnostic(`FAILED after ${details.numRuns} runs and ${details.numShrinks} shrinks, seed ${details.seed}, path ${JSON.stringify(details.counterexamplePath)}, ${ms} ms`);
-  if (details.counterexample !== null) t.diagnostic(`shrunk counterexample: ${show(details.counterexample)}`);
+  if (details.counterexample !== null) t.diagnostic(`${opts.shrink === false ? "first" : "shrunk"} counterexample: ${show(details.counterexample)}`);
   if (details.errorInstance instanceof Error) t.diagnostic(`because: ${details.errorInstance.message.split("\n")[0]}`);
   throw new Error(fc.defaultReportMessage(details) ?? "the property failed");
 }
