@@ -71,7 +71,7 @@ describe("the gate's decision function never fails and stays within its budget",
         assertWellFormed("bash", { command }, backend);
         assertWithinBudget(command);
       }),
-      { runs: fuzzRuns(1500) },
+      { runs: fuzzRuns(3000) },
     );
   });
 
@@ -165,7 +165,7 @@ function monotone(backends: readonly Backend[], embeddings: readonly Embedding[]
 
 describe("monotonicity: a command inside a larger one is never routed less strictly than alone", () => {
   test("under the staged sandbox and without a sandbox (review-only), for fragments that set no shell variable", async (t) => {
-    await checkProperty(t, monotone(["sandboxed", "review-only"], EMBEDDINGS, false), { runs: fuzzRuns(4000) });
+    await checkProperty(t, monotone(["sandboxed", "review-only"], EMBEDDINGS, false), { runs: fuzzRuns(8000) });
   });
 
   // Known failures, left for src/policy/shell (see the regressions below): the gate follows a

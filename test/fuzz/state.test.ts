@@ -159,7 +159,7 @@ describe("P12: damaged state never reads as a state the user did not choose", ()
           rmSync(agentDir, { recursive: true, force: true });
         }
       }),
-      { runs: fuzzRuns(250, 0.05) },
+      { runs: fuzzRuns(400, 0.05) },
     );
   });
 });
@@ -194,7 +194,7 @@ describe("P12: a state file that is not a regular file is a fault, never a hang"
           rmSync(agentDir, { recursive: true, force: true });
         }
       }),
-      { runs: fuzzRuns(24, 0.01), shrink: false },
+      { runs: fuzzRuns(40, 0.01), shrink: false },
     );
   });
 });
