@@ -31,9 +31,8 @@ function reordered(v: JsonValue, order: readonly number[], depth = 0): JsonValue
   const k = keys.length === 0 ? 0 : (order[depth % order.length] ?? 0) % keys.length;
   const turned = [...keys.slice(k), ...keys.slice(0, k)];
   if ((order[(depth + 1) % order.length] ?? 0) % 2 === 1) turned.reverse();
-  const out: { [key: string]: JsonValue } = {};
-  for (const key of turned) out[key] = reordered(v[key]!, order, depth + 1);
-  return out;
+  // fromEntries defines own properties: an own "__proto__" key (JSON.parse makes one) stays data.
+  return Object.fromEntries(turned.map((key) => [key, reordered(v[key]!, order, depth + 1)]));
 }
 
 /** Every string (keys included) in one Unicode normalization form. */
