@@ -230,6 +230,113 @@ describe("shell extraction: malformed inputs fail closed", () => {
   });
 });
 
+// Where unbash reads a command differently from bash 5.2 (found by test/shell-differential.test.ts
+// and by mutating the corpora against `bash --pretty-print -n`), the reading must fail closed: a
+// parse error (the gate reviews it) or, for a single word, an unknown value. Each comment says
+// what bash does.
+const DIFFERENTIAL_ERRORS: ReadonlyArray<readonly [string, string]> = [
+  // unbash reads `name (` not followed by `)` as the start of a function definition, drops the
+  // `(` and goes on reading a simple command; bash: syntax error.
+  ["paren-after-name", "ech(o hunter2 | sudo -S cat /etc/shadow"],
+  ["paren-after-name-spaced", "git (push origin +main"],
+  ["paren-at-end", "x("],
+  ["paren-in-backticks", "echo `ech(o hi`"],
+  ["paren-in-subst", 'echo "$(ech(o hi)"'],
+  // Extended globs are a syntax error while extglob is off, as it is in non-interactive bash
+  // (a `shopt -s extglob` only counts for the lines after it). Only [[ ]] patterns take them.
+  ["extglob-arg", "rm -rf !(keep)"],
+  ["extglob-at", "ls @(a|b) +(c) *(d) ?(e)"],
+  ["extglob-case", "case x in @(a|b)) echo;; esac"],
+  ["extglob-after-shopt", "shopt -s extglob; rm -rf !(keep)"],
+  ["extglob-in-subst-in-test", "[[ $(ls !(x)) ]]"],
+  // A process substitution glued to text is one word in bash (`a/dev/fd/63`), two in unbash.
+  ["procsub-glued-before", "echo a<(ls)"],
+  ["procsub-glued-after", "cp x <(true)/../y"],
+  ["procsub-glued-subst", "echo $(ls)<(id)"],
+  // A descriptor past INT_MAX is a word to bash (`ls 99999999999 > f`), a descriptor to unbash.
+  ["fd-too-large", "rm 99999999999>f"],
+  // A line continuation inside a token: bash joins the lines first, unbash splits the token.
+  ["continuation-in-name", "echo $GITHUB_TO\\\nKEN"],
+  ["continuation-in-braced-name", "echo ${AWS_SECRET_\\\nACCESS_KEY}"],
+  ["continuation-in-operator", "ls 2\\\n>/dev/null"],
+  ["continuation-before-quote", "echo $\\\n'x'"],
+  ["continuation-in-ansi-c", "echo $'a \\\nb'"],
+  ["continuation-after-dollar", 'echo "$\\\nGITHUB_TOKEN"'],
+  ["continuation-after-dollar-in-heredoc", "bash <<EOF\n$\\\n(rm -rf /)\nEOF"],
+  // A newline after an operand inside [[ ]]: bash wants a binary operator there.
+  ["test-newline-operand", "[[ a\n]]"],
+  ["test-newline-before-and", "[[ -f x\n&& -d y ]] && rm -rf /"],
+  // `;` or `&` at the start of a line inside a compound command: bash has no empty command.
+  ["newline-semi-while", "while :\n; do :; done"],
+  ["newline-semi-if", "if :\n; then rm -rf /; fi"],
+  ["newline-semi-do", "for x in a; do :\n; done"],
+  ["newline-amp-do", "for x in a; do :\n& done"],
+  // Alias definitions: later lines read differently wherever aliases expand (sh, posix mode,
+  // shopt -s expand_aliases).
+  ["alias-definition", "alias x='rm -rf /'\nx"],
+  ["alias-dynamic", 'alias "$A"'],
+];
+
+describe("shell extraction: parser differentials fail closed", () => {
+  for (const [id, src] of DIFFERENTIAL_ERRORS) {
+    test(id, () => {
+      const ex = extract(src);
+      assert.equal(ex.ok, false, `${JSON.stringify(src)} must not parse: ${ex.ok ? JSON.stringify(rendered(ex).cmds) : ""}`);
+    });
+  }
+
+  test("an unquoted here-document body is the text bash hands over: escapes and continuations done", () => {
+    const ex = extract("bash <<EOF\necho \\`rm -rf /\\` \\$HOME \\\\ \\x a\\\nb\nEOF");
+    assert.ok(ex.ok);
+    assert.equal(ex.commands[0]!.redirs[0]!.heredoc?.body, "echo `rm -rf /` $HOME \\ \\x ab\n");
+    const quoted = extract("bash <<'EOF'\necho \\`x\\` a\\\nb\nEOF");
+    assert.ok(quoted.ok);
+    assert.equal(quoted.commands[0]!.redirs[0]!.heredoc?.body, "echo \\`x\\` a\\\nb\n");
+  });
+
+  test("<<- strips the leading tabs of each line, but not of a continued one", () => {
+    const ex = extract("cat <<-EOF\n\tbody\n\t\tmore\\\n\tjoined\n\tEOF");
+    assert.ok(ex.ok);
+    assert.equal(ex.commands[0]!.redirs[0]!.heredoc?.body, "body\nmore\tjoined\n");
+    const quoted = extract("cat <<-'EOF'\n\tbody $X\n\t\tmore\n\tEOF");
+    assert.ok(quoted.ok);
+    assert.equal(quoted.commands[0]!.redirs[0]!.heredoc?.body, "body $X\nmore\n");
+  });
+
+  test("ANSI-C escapes unbash does not decode as bash does are unknown, not literal", () => {
+    const first = (src: string) => {
+      const ex = extract(src);
+      assert.ok(ex.ok, src);
+      return ex.commands[0]!.argv[0]!.value;
+    };
+    assert.equal(first("$'\\x{72}\\x{6d}' -rf /"), null, "bash reads \\x{72} as r");
+    assert.equal(first("$'\\U110000'"), null);
+    assert.equal(first("$'\\xff'"), null, "a byte that is no UTF-8 character");
+    assert.equal(first("$'\\x72\\x6d' -rf /"), "rm", "what unbash decodes as bash does stays known");
+  });
+
+  test("what bash reads the same way still parses", () => {
+    for (const src of [
+      "npm run build \\\n  --prod \\\n  && echo ok",
+      "ec\\\nho hi",
+      "echo 'a\\\nb'",
+      "cat <<'EOF'\nx\\\nEOF",
+      "[[ -f a &&\n -d b ]] && echo",
+      "[[ x == @(a|b) ]]",
+      "case x in a) ls\n;; b) pwd;;\nesac",
+      "echo a>f 2>&1 <in",
+      "diff <(sort a) <(sort b)",
+      "f() { :; }; f",
+      "alias; alias ll",
+      "ls 2147483647>f",
+      "echo a\\\\\nls",
+    ]) {
+      const ex = extract(src);
+      assert.ok(ex.ok, `${JSON.stringify(src)}: ${ex.ok ? "" : ex.reason}`);
+    }
+  });
+});
+
 describe("shell extraction: constructs the gate relies on", () => {
   const only = (src: string) => {
     const ex = extract(src);

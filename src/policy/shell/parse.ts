@@ -4,10 +4,14 @@
 // so errors of nested scripts only appear when the walk reaches them. We check every level,
 // walk with an explicit stack (deep nesting must not overflow the JS stack), and treat an
 // unterminated here-document as an error although bash only warns about it.
+//
+// Where unbash reads a construct differently from bash (test/shell-differential.test.ts checks the
+// corpora and a hostile list against bash itself), the reading is an error too, so the gate reviews
+// the command rather than judge one bash would not run: see `Differentials` below.
 
 import { forEachChild, parse } from "unbash";
 import type { Command, Redirection, SyntaxNode, Word } from "unbash";
-import { commandWords, dynamicBody, isSingleWord, Scope, wordArg, type Arg } from "./words.ts";
+import { commandWords, hereDocText, isSingleWord, Scope, wordArg, type Arg } from "./words.ts";
 
 export type { Arg, FoundPath } from "./words.ts";
 
@@ -130,6 +134,10 @@ interface Frame {
   readonly certain: boolean;
   readonly endlessLoop: number | undefined;
   readonly spawnedInLoop: boolean;
+  /** The text node positions index: the script's, or the decoded body of an escaped-backtick substitution. */
+  readonly text: string;
+  /** Inside `[[ ]]` (not in a substitution there): the only place bash takes an extended glob. */
+  readonly inTest: boolean;
 }
 
 /** A loop condition that never ends the loop: `while true`, `while :`, `until false`, `for ((;;))`. */
@@ -173,6 +181,151 @@ function trackAssignments(n: Command, argv: readonly Arg[], scope: Scope, certai
     for (const a of argv.slice(1)) if (a.value !== null && NAME.test(a.value)) scope.forget(a.value);
   }
 }
+
+// Differentials: constructs unbash reads differently from bash 5.2. Each check is cheap, or runs
+// only when its trigger appears in the text.
+
+/** Bash's largest descriptor: a longer number before `>` is an argument to bash (`ls 99999999999 > f`). */
+const MAX_FD = 2147483647;
+
+/** -1: something other than blanks and line continuations; 0: no blank; 1: a blank. */
+function gapKind(text: string, from: number, to: number): -1 | 0 | 1 {
+  let blank: 0 | 1 = 0;
+  for (let i = from; i < to; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 32 || c === 9) blank = 1;
+    else if (c === 92 && text.charCodeAt(i + 1) === 10) i++;
+    else return -1;
+  }
+  return blank;
+}
+
+/** The last answer of nextParen: commands come in source order, so one scan serves all those before the parenthesis. */
+const parenSeen = { text: "", from: 0, at: -1 };
+
+/** The first `(` at or after `from`, or -1; linear over a script's commands, not quadratic. */
+function nextParen(text: string, from: number): number {
+  const c = parenSeen;
+  if (c.text === text && from >= c.from && (c.at < 0 || from <= c.at)) return c.at;
+  c.text = text;
+  c.from = from;
+  c.at = text.indexOf("(", from);
+  return c.at;
+}
+
+/**
+ * A simple command whose pieces do not cover its text the way bash's tokens would. unbash reads
+ * `name (` without `)` as an abandoned function definition and drops the `(` (`ech(o x` is `ech o
+ * x` to it, a syntax error to bash), and it splits a process substitution from the text glued to
+ * it (`a<(ls)` is one word to bash). Between two pieces of a command there can only be blanks
+ * (none between a word and a redirection), and no `(` can follow one. Every such misreading
+ * found involves a parenthesis, so a command with none in or right after it is not looked at.
+ */
+function misreadCommand(n: Command, text: string): string | undefined {
+  const paren = nextParen(text, n.pos);
+  if (paren < 0) return undefined;
+  if (paren >= n.end) return gapKind(text, n.end, paren) < 0 ? undefined : `unexpected '(' after a command at offset ${paren}`;
+  let end = -1;
+  let word = false;
+  // prefix, name, suffix, without building an array for each command.
+  const named = n.prefix.length + (n.name ? 1 : 0);
+  const count = named + n.suffix.length;
+  for (let k = 0; k < count; k++) {
+    const p = k < n.prefix.length ? n.prefix[k]! : k < named ? n.name! : n.suffix[k - named]!;
+    const isWord = p.type === "Word" || p.type === "Assignment";
+    if (end >= 0) {
+      const gap = gapKind(text, end, p.pos);
+      if (gap < 0) return `unexpected ${JSON.stringify(text.slice(end, p.pos).trim().slice(0, 20))} inside a command at offset ${end}`;
+      if (gap === 0 && isWord && word) return `words glued together at offset ${p.pos}, which bash reads as one`;
+    }
+    end = p.end;
+    word = isWord;
+  }
+  if (end < 0) return undefined;
+  let i = end;
+  for (;;) {
+    const c = text.charCodeAt(i);
+    if (c === 32 || c === 9) i++;
+    else if (c === 92 && text.charCodeAt(i + 1) === 10) i += 2;
+    else break;
+  }
+  return text.charCodeAt(i) === 40 ? `unexpected '(' after a command at offset ${i}` : undefined;
+}
+
+/**
+ * A newline inside `[[ ]]` where bash wants an operator: after an operand (`[[ -f x\n&& y ]]` is
+ * a syntax error). Allowed after `[[`, `(`, `!`, `&&`, `||` and another newline; a quoted operand
+ * holding a newline is refused too, which errs toward review.
+ */
+function misreadTest(n: { pos: number; end: number }, text: string): boolean {
+  for (let i = text.indexOf("\n", n.pos); i >= 0 && i < n.end; i = text.indexOf("\n", i + 1)) {
+    let j = i - 1;
+    while (j > n.pos && (text[j] === " " || text[j] === "\t")) j--;
+    const c = text[j];
+    const two = text.slice(j - 1, j + 1);
+    if (c !== "\n" && c !== "(" && c !== "!" && two !== "[[" && two !== "&&" && two !== "||") return true;
+  }
+  return false;
+}
+
+/** `alias NAME=VALUE` (or one only known at run time): later lines read differently wherever aliases expand. */
+function definesAlias(argv: readonly Arg[]): boolean {
+  let i = 0;
+  while (argv[i]?.value === "builtin" || argv[i]?.value === "command") i++;
+  if (argv[i]?.value !== "alias") return false;
+  return argv.slice(i + 1).some((a) => a.value === null || a.value.includes("="));
+}
+
+/**
+ * Positions in one text that only some nodes may hold, and the spans of those nodes seen so far:
+ * - a line continuation inside a token (`$GITHUB_TO\<newline>KEN`, `2\<newline>>f`): bash joins the
+ *   lines before reading the token, unbash reads the pieces. Only literal text (single quotes,
+ *   quoted here-documents) and a plain word may hold one;
+ * - `;` or `&` opening a line: no empty command in bash, a separator to unbash inside compound
+ *   commands (`while :\n; do`). Only text (quoted strings, here-document bodies) may hold one.
+ */
+class Suspects {
+  readonly joins: number[] = [];
+  /** Continuations after a `$`: joined, the lines may make an expansion (`$\<newline>HOME`). */
+  readonly dollarJoins: number[] = [];
+  readonly separators: number[] = [];
+  /** [start, end) pairs, flattened. */
+  readonly joinSafe: number[] = [];
+  /** Single quotes and quoted here-documents: nothing in them is joined. */
+  readonly quoted: number[] = [];
+  readonly textSpans: number[] = [];
+
+  static of(text: string): Suspects | undefined {
+    if (!text.includes("\n")) return undefined;
+    const s = new Suspects();
+    for (let i = text.indexOf("\\\n"); i >= 0; i = text.indexOf("\\\n", i + 2)) {
+      let k = i;
+      while (k > 0 && text.charCodeAt(k - 1) === 92) k--;
+      const run = i - k + 1;
+      if (run % 2 === 0) continue; // an escaped backslash, then a newline
+      const before = k > 0 ? text[k - 1] : "\n";
+      if (run === 1 && before === "$") s.dollarJoins.push(i);
+      else if (run > 1 || (before !== " " && before !== "\t" && before !== "\n")) s.joins.push(i);
+    }
+    LINE_SEPARATOR.lastIndex = 0;
+    for (let m = LINE_SEPARATOR.exec(text); m; m = LINE_SEPARATOR.exec(text)) s.separators.push(m.index + m[0].length - 1);
+    return s.joins.length > 0 || s.dollarJoins.length > 0 || s.separators.length > 0 ? s : undefined;
+  }
+
+  problem(): string | undefined {
+    const within = (spans: readonly number[], at: number) => {
+      for (let i = 0; i < spans.length; i += 2) if (spans[i]! <= at && at < spans[i + 1]!) return true;
+      return false;
+    };
+    const join = this.joins.find((at) => !within(this.joinSafe, at) && !within(this.quoted, at)) ?? this.dollarJoins.find((at) => !within(this.quoted, at));
+    if (join !== undefined) return `a line continuation inside a word or operator at offset ${join}, which bash joins before reading it`;
+    const sep = this.separators.find((at) => !within(this.textSpans, at));
+    if (sep !== undefined) return `unexpected token at the start of a line at offset ${sep}`;
+    return undefined;
+  }
+}
+
+const LINE_SEPARATOR = /\n[ \t]*(?:;(?![;&])|&(?![&>]))/g;
 
 const NO_REDIRS: readonly Redir[] = [];
 const NEVER = () => false;
@@ -296,11 +449,18 @@ export function extractCommands(src: string, opts: ExtractOptions): Extraction {
 
   const redir = (r: Redirection): Redir => {
     const fd = r.descriptor?.type === "FileDescriptor" ? r.descriptor.value : r.descriptor?.name;
+    if (typeof fd === "number" && !(fd <= MAX_FD)) error ??= `descriptor ${fd} at offset ${r.pos} is larger than bash takes: bash reads it as a word`;
     if (r.type !== "HereDoc") return { fd, op: r.operator, target: r.target ? wordArg(r.target, scope) : null };
     if (!r.closing) error ??= `unterminated here-document at offset ${r.pos}`;
     const quoted = r.delimiter?.quoted ?? false;
-    const dynamic = !quoted && dynamicBody(r.body.parts ?? [], scope);
-    return { fd, op: r.operator, target: null, heredoc: { quoted, body: r.body.text, dynamic } };
+    const { text, dynamic } = hereDocText(r.body, quoted, r.operator === "<<-", scope);
+    return { fd, op: r.operator, target: null, heredoc: { quoted, body: text, dynamic } };
+  };
+  /** Per text (the script's, each decoded backtick body's): the positions only some nodes may hold. */
+  let suspects: Map<string, Suspects> | undefined;
+  const suspectIn = (text: string) => {
+    const s = Suspects.of(text);
+    if (s) (suspects ??= new Map()).set(text, s);
   };
 
   try {
@@ -311,7 +471,10 @@ export function extractCommands(src: string, opts: ExtractOptions): Extraction {
     }
     // Two parallel stacks: the nodes still to visit, and the context each is visited in.
     const nodes: SyntaxNode[] = [root];
-    const frames: Frame[] = [{ pipeline: -1, stage: 0, inSubstitution: false, inFunction: undefined, background: false, link: undefined, certain: true, endlessLoop: undefined, spawnedInLoop: false }];
+    const frames: Frame[] = [
+      { pipeline: -1, stage: 0, inSubstitution: false, inFunction: undefined, background: false, link: undefined, certain: true, endlessLoop: undefined, spawnedInLoop: false, text: src, inTest: false },
+    ];
+    suspectIn(src);
     // Children are pushed straight onto `nodes` and put in reverse order there: no array per node.
     const collect = (c: SyntaxNode) => {
       nodes.push(c);
@@ -329,11 +492,17 @@ export function extractCommands(src: string, opts: ExtractOptions): Extraction {
       // Inside a function body $1 is the function's own argument.
       scope.positionalVisible = frame.inFunction === undefined;
       let child: Frame = frame;
+      const sus = suspects?.get(frame.text);
       switch (n.type) {
         case "Script":
           if ("errors" in n && n.errors?.length) {
             const e = n.errors[0]!;
             error = `${e.message} at offset ${e.pos}`;
+          }
+          // An escaped-backtick body is parsed from its decoded text: its positions index that.
+          if (n.source !== undefined && n.source !== frame.text) {
+            child = { ...frame, text: n.source };
+            suspectIn(n.source);
           }
           break;
         case "Statement":
@@ -341,6 +510,11 @@ export function extractCommands(src: string, opts: ExtractOptions): Extraction {
             child = { ...frame, background: true, spawnedInLoop: frame.spawnedInLoop || frame.endlessLoop !== undefined };
           break;
         case "Command": {
+          const misread = misreadCommand(n, frame.text);
+          if (misread !== undefined) {
+            error = misread;
+            break;
+          }
           // What reading this command may still cost; past it the reading stops (see `limit`).
           const left = opts.limit === undefined ? Infinity : opts.limit - steps;
           const cost = new StepCount();
@@ -367,6 +541,10 @@ export function extractCommands(src: string, opts: ExtractOptions): Extraction {
           }
           const assigns: { name: string; value: Arg }[] = [];
           for (const p of n.prefix) if (p.type === "Assignment") assigns.push({ name: p.name, value: wordArg(p.value, scope) });
+          if (definesAlias(argv)) {
+            error = "defines an alias, which changes how bash reads later lines where aliases expand";
+            break;
+          }
           trackAssignments(n, argv, scope, frame.certain);
           commands.push({
             argv,
@@ -386,6 +564,8 @@ export function extractCommands(src: string, opts: ExtractOptions): Extraction {
           break;
         }
         case "Word": {
+          // A plain word reads its continuations as bash does, but one that ends it may join it to what follows.
+          if (sus && !n.parts) sus.joinSafe.push(n.pos, n.end - 2), sus.textSpans.push(n.pos, n.end);
           // A command's own words were just read: the same reading, unless a variable changed since.
           const seen = read.get(n);
           words.push(seen && seen.version === scope.version && seen.visible === scope.positionalVisible ? seen.arg : wordArg(n, scope));
@@ -427,7 +607,35 @@ export function extractCommands(src: string, opts: ExtractOptions): Extraction {
         case "CommandExpansion":
         case "ProcessSubstitution":
         case "ArithmeticCommandExpansion":
-          child = { ...frame, inSubstitution: true, pipeline: -1, stage: 0 };
+          child = { ...frame, inSubstitution: true, pipeline: -1, stage: 0, inTest: false };
+          break;
+        case "TestCommand":
+          if (misreadTest(n, frame.text)) error = `a newline after an operand inside [[ ]] at offset ${n.pos}, where bash wants an operator`;
+          child = { ...frame, inTest: true };
+          break;
+        case "ExtendedGlob":
+          // Non-interactive bash starts with extglob off; `shopt -s extglob` counts only from the next line.
+          if (!frame.inTest) error = `an extended glob ${JSON.stringify(n.text.slice(0, 20))}: a syntax error to bash while extglob is off`;
+          break;
+        case "AnsiCQuoted":
+          // bash keeps a backslash-newline inside $'...'; unbash drops it.
+          if (n.text.includes("\\\n")) error = `a line continuation inside $'...' at offset ${n.pos}`;
+          if (sus) sus.textSpans.push(n.pos, n.end);
+          break;
+        case "SingleQuoted":
+          if (sus) sus.quoted.push(n.pos, n.end), sus.textSpans.push(n.pos, n.end);
+          break;
+        case "Literal":
+          // Inside a literal piece unbash joins a continuation as bash does; at its edge the piece
+          // may end an expansion's name (`$GITHUB_TO\<newline>KEN`).
+          if (sus) sus.joinSafe.push(n.pos + 1, n.end - 2), sus.textSpans.push(n.pos, n.end);
+          break;
+        case "HereDoc":
+          // A body without expansions is read here (hereDocText), with its continuations.
+          if (sus && !n.body.parts) {
+            sus.textSpans.push(n.body.pos, n.body.end);
+            (n.delimiter?.quoted ? sus.quoted : sus.joinSafe).push(n.body.pos, n.body.end);
+          }
           break;
         default:
           break;
@@ -467,6 +675,12 @@ export function extractCommands(src: string, opts: ExtractOptions): Extraction {
     return { ok: false, reason: `parser failed: ${e instanceof Error ? e.message : String(e)}` };
   }
   if (error !== undefined) return { ok: false, reason: error };
+  if (suspects && !truncated) {
+    for (const s of suspects.values()) {
+      const problem = s.problem();
+      if (problem !== undefined) return { ok: false, reason: problem };
+    }
+  }
   return { ok: true, commands, compoundRedirs, functions, words, expansions, truncated };
 }
 

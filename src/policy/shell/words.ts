@@ -2,7 +2,7 @@
 // escapes, `$HOME`, a leading `~`, literal brace expansion, `$IFS` splitting, and variables the
 // script itself set unconditionally before the word. Anything else makes the word dynamic.
 
-import type { ArrayValue, ParameterOperation, ParsedScript, Word, WordPart } from "unbash";
+import type { ArrayValue, HereDocBody, ParameterOperation, ParsedScript, Word, WordPart } from "unbash";
 
 /** One word. `value` is null when the word is only known at run time (expansions, substitutions). */
 export interface Arg {
@@ -117,8 +117,11 @@ function staticPart(p: WordPart, scope: Scope, quoted: boolean): string | null {
   switch (p.type) {
     case "Literal":
     case "SingleQuoted":
-    case "AnsiCQuoted":
       return p.value;
+    case "AnsiCQuoted":
+      // unbash leaves \x{HH} and \U past U+10FFFF undecoded and turns bytes that are no UTF-8
+      // (\xff, \377, lone surrogates) into U+FFFD; bash decodes them all: `$'\x{72}\x{6d}'` is rm.
+      return /\\x\{|\\U/.test(p.text) || p.value.includes("\uFFFD") ? null : p.value;
     case "Glob":
       return p.text;
     case "DoubleQuoted":
@@ -183,9 +186,62 @@ function globbing(p: WordPart, scope: Scope): boolean {
   return /[*?[]/.test(staticPart(p, scope, false) ?? "");
 }
 
-/** Whether a here-document body has expansions the gate cannot resolve. */
-export function dynamicBody(parts: readonly WordPart[], scope: Scope): boolean {
-  return parts.some((p) => staticPart(p, scope, true) === null);
+/**
+ * The text a here-document hands to its command, as bash makes it: an unquoted body with its
+ * escapes (\$, \`, \\) and line continuations done and its expansions put in, a quoted one as
+ * written; `<<-` drops the tabs that start each line as written (not those of a continued line,
+ * nor those an expansion brings). `dynamic` when some expansion is only known at run time: the
+ * text then holds that expansion as written, for the hazards that can be seen in it.
+ */
+export function hereDocText(body: HereDocBody, quoted: boolean, stripTabs: boolean, scope: Scope): { text: string; dynamic: boolean } {
+  if (quoted) return { text: stripTabs ? body.text.replace(/^\t+/gm, "") : body.text, dynamic: false };
+  // Without expansions unbash gives the body as written only: its escapes are done here. A `$`
+  // before a line continuation starts an expansion once the lines are joined.
+  if (!body.parts) return { text: unescapeBody(body.text, stripTabs), dynamic: /\$\\\n/.test(body.text) };
+  let text = "";
+  let dynamic = false;
+  let lineStart = true;
+  for (const p of body.parts) {
+    const v = staticPart(p, scope, true);
+    if (v === null) dynamic = true;
+    if (p.type !== "Literal" || !stripTabs) {
+      text += v ?? p.text;
+      lineStart = false;
+      continue;
+    }
+    for (const c of v!) {
+      if (lineStart && c === "\t") continue;
+      text += c;
+      lineStart = c === "\n";
+    }
+  }
+  return { text, dynamic };
+}
+
+/** An unquoted here-document body without expansions: `\\` keeps only $, `, \\ and newline (dropped with it). */
+function unescapeBody(raw: string, stripTabs: boolean): string {
+  let out = "";
+  let lineStart = true;
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw[i]!;
+    if (lineStart && stripTabs && c === "\t") continue;
+    lineStart = false;
+    if (c === "\\") {
+      const d = raw[i + 1];
+      if (d === "\n") {
+        i++;
+        continue;
+      }
+      if (d === "$" || d === "`" || d === "\\") {
+        out += d;
+        i++;
+        continue;
+      }
+    }
+    out += c;
+    if (c === "\n") lineStart = true;
+  }
+  return out;
 }
 
 /** `~`, `~/x`, and `~user/x` (another user's home, by the usual layout: `/root` or a sibling of ours). */
