@@ -701,7 +701,8 @@ describe("protected paths and where a write lands", () => {
     ".git",
     ".git/config",
     ".git/hooks/pre-commit",
-    ".pi/settings.json",
+    // (.pi/settings.json loads auto mode: it is self-protected, test/self-disable.test.ts)
+    ".pi/extensions/x.ts",
     ".pi/auto-mode.json",
     ".agents/notes.md",
     ".codex/config.toml",

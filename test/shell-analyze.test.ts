@@ -425,7 +425,8 @@ describe("writes land where they really land", () => {
     ["echo '{}' > ~/.pi/agent/auto-mode.json", "deny", "self-protection"],
     ["find ~/.pi -name 'auto-mode*' -delete", "deny", "self-protection"],
     ["git -C ~/.pi/agent/auto-mode init", "deny", "self-protection"],
-    ["python3 -c \"open('/h/.pi/agent/auto-mode.json','w').write('{}')\"", "review", "self-protection"],
+    // Writing auto mode's own configuration from inline code is self-disabling, not a matter for review.
+    ["python3 -c \"open('/h/.pi/agent/auto-mode.json','w').write('{}')\"", "deny", "self-protection"],
     ["dd if=/dev/zero of=/dev/sda bs=1M", "deny", "hard-deny"],
     ["echo c > /proc/sysrq-trigger", "deny"],
     ["cp build/report.pdf {{home}}/Documents/", "contain", "outside-writable-roots"],

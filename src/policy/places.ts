@@ -43,7 +43,7 @@ function realOr(p: string, facts: PathFacts = new PathFacts()): string {
 }
 
 /** Both the lexical and the real form of a listed location, so either spelling matches. */
-function expand(entries: readonly string[], home: string, agentDir: string, selfPaths: readonly string[], facts: PathFacts): string[] {
+function expand(entries: readonly string[], home: string, agentDir: string, selfPaths: readonly string[], facts: PathFacts, workspace: string): string[] {
   const out = new Set<string>();
   for (const entry of entries) {
     const bases =
@@ -53,7 +53,9 @@ function expand(entries: readonly string[], home: string, agentDir: string, self
           ? [join(home, entry.slice(1))]
           : entry.startsWith("@agent")
             ? [join(agentDir, entry.slice("@agent".length))]
-            : [entry];
+            : entry.startsWith("@workspace")
+              ? [join(workspace, entry.slice("@workspace".length))]
+              : [entry];
     for (const b of bases) {
       out.add(resolve(b));
       out.add(realOr(b, facts));
@@ -98,9 +100,10 @@ export function buildPlaces(input: PlacesInput): Places {
     homeReal: realOr(home, facts),
     agentDir,
     gitDirs: linkedGitDir(input.workspace),
-    identitySecrets: expand(pathData.identitySecrets, home, agentDir, input.selfPaths, facts),
-    persistence: expand(pathData.persistence, home, agentDir, input.selfPaths, facts),
-    selfProtected: expand(pathData.selfProtected, home, agentDir, input.selfPaths, facts),
+    identitySecrets: expand(pathData.identitySecrets, home, agentDir, input.selfPaths, facts, input.workspace),
+    persistence: expand(pathData.persistence, home, agentDir, input.selfPaths, facts, input.workspace),
+    // Pi loads auto mode through its package lists: the user's settings and the project's, whose entry replaces the user's.
+    selfProtected: expand(pathData.selfProtected, home, agentDir, input.selfPaths, facts, input.workspace),
   };
 }
 

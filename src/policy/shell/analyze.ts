@@ -24,11 +24,14 @@ import { finding, strictest, type Finding } from "./finding.ts";
 import { FILE_HANDLERS, foundPaths, judgeFoundRemoval, judgeReadOperands, outputFindings } from "./handlers/files.ts";
 import { commandOptionFindings, EXEC_HANDLERS, npx, xargs } from "./handlers/exec.ts";
 import { git } from "./handlers/git.ts";
-import { staticArg, type Analyzer, type Invocation } from "./invocation.ts";
+import { optionValues, staticArg, type Analyzer, type Invocation } from "./invocation.ts";
 import { commandSteps, extractCommands, type Arg, type Extraction, type Link, type Redir, type SimpleCommand } from "./parse.ts";
 import { CLASS_RANK } from "../types.ts";
 import {
   CODE_LOADING_ENV,
+  CODE_OPTIONS,
+  NAMES_ONLY_CONTENT_OPTIONS,
+  type CommandOption,
   COMMAND_ALIASES,
   credentialEndpoint,
   DENY_PREFIXES,
@@ -78,6 +81,10 @@ export function analyzeShell(src: string, env: ShellEnv, budget: BudgetOptions =
     const worst = state.budget.worst;
     findings = [worst?.cls === "deny" ? worst : finding("review", "shell-unparseable", `the command is too complex to judge quickly: ${e.message}`)];
   }
+  // A build runs whatever its definition says: one this command writes (anywhere in it, a loop may
+  // run the build again after the write) is code the gate cannot see.
+  if (state.buildRun !== undefined && state.codeWrites.length > 0)
+    findings.push(finding("contain", "inline-code", `${state.buildRun} runs ${state.codeWrites[0]}, which this command writes: code the gate cannot see`));
   const verdict = strictest(findings) ?? finding("read", "read-only", "does nothing");
   return { verdict, findings, extraction: top.extraction, steps: state.budget.total - state.budget.left, fsCalls: state.facts.calls, lookups: state.facts.lookups };
 }
@@ -424,6 +431,8 @@ function argvFindings(argv: readonly Arg[], source: SimpleCommand, pipedInput: b
       }
       break;
     }
+    // A wrapper's own output options write files (`strace -o FILE`, `time -o FILE`).
+    out.push(...outputFindings({ name, args: args.slice(1, i), source, pipedInput }, an));
     const rest = args.slice(i);
     if (rest.length === 0) {
       if (name === "env" || name === "printenv") an.state.secretSource ??= "the environment";
@@ -442,11 +451,112 @@ function argvFindings(argv: readonly Arg[], source: SimpleCommand, pipedInput: b
 }
 
 function dispatch(inv: Invocation, an: Analyzer, fed: Arg[] | undefined): Finding[] {
-  const found = [...commandOptionFindings(inv, an), ...dispatchByName(inv, an, fed)];
+  const found = [...commandOptionFindings(inv, an), ...codeOptionFindings(inv), ...dispatchByName(inv, an, fed)];
+  if (!judgedArguments.has(inv) && !found.some((f) => f.reason === "identity-secret")) {
+    const secret = argumentSecretRead(inv, an, false);
+    if (secret) found.push(secret);
+  }
+  const builds = found.some((f) => f.cls === "build");
+  if (builds) an.state.buildRun ??= inv.name;
   // A build or test run executes the code of the directory it runs in (Makefile, build scripts).
-  if (found.some((f) => f.cls === "build") && isDownloaded(an.state, "."))
+  if (builds && isDownloaded(an.state, "."))
     found.push(finding("review", "remote-code", `${inv.name} builds or runs code this command downloaded`));
   return found;
+}
+
+/**
+ * Whatever the program, an argument naming an identity secret is a read of it (`gzip -c KEY`,
+ * `git diff --no-index /dev/null KEY`, `xargs -a KEY`, `sysctl -p KEY`): only programs that
+ * look at names alone are spared, unless given an option that reads a file's contents. A word may
+ * name a file besides being one: an option's value (`--key=PATH`, `-fPATH`), an assignment
+ * operand's (`KEY=PATH`), a response file (`@PATH`); a `~/` the shell left alone (after `=`) is
+ * read as the home directory too, as the program may expand it itself. With `operandsJudged`
+ * (a simple reader's operands were judged as reads already) only those values are looked at.
+ */
+function argumentSecretRead(inv: Invocation, an: Analyzer, operandsJudged: boolean): Finding | undefined {
+  if (NAMES_ONLY_READERS.has(inv.name)) {
+    const content = NAMES_ONLY_CONTENT_OPTIONS.get(inv.name);
+    if (!content || !inv.args.some((a) => a.value !== null && content.some((o) => a.value === o || a.value!.startsWith(`${o}=`)))) return undefined;
+  }
+  let dynamicSeen = operandsJudged;
+  let bare: boolean | undefined;
+  const check = (a: Arg, c: string): Finding | undefined => {
+    if (c === "") return undefined;
+    if (c.charCodeAt(0) === 126 /* ~ */ && (c.length === 1 || c.charCodeAt(1) === 47)) {
+      const r = check(a, an.env.home + c.slice(1));
+      if (r) return r;
+    }
+    // A bare name (no slash) in the workspace or the temporary root names a file there, not a
+    // secret, unless this script linked it somewhere or moved to another directory: it costs no
+    // look-up. (A link to a secret is itself a read of it, see ln, so a name in the roots that
+    // leads to one was made by the user.)
+    if (!a.glob && !c.includes("/") && c !== "..") {
+      bare ??= an.state.links.size === 0 && an.state.cwds.every((d) => d === an.env.places.workspace || d === an.env.places.workspaceLexical || d === an.env.places.tmpRoot);
+      if (bare) return undefined;
+    }
+    const r = judgeRead(an.env, an.state, c === a.value ? a : { ...a, value: c }, false, false);
+    return r && finding(r.cls, r.reason, `${inv.name} ${r.detail}`);
+  };
+  for (const a of inv.args) {
+    const v = a.value;
+    if (v === null) {
+      // A run-time path is a secret when the script names one (judgeRead asks namesSecret once).
+      if (dynamicSeen) continue;
+      dynamicSeen = true;
+      const r = judgeRead(an.env, an.state, a, false, false);
+      if (r) return r;
+      continue;
+    }
+    const first = v.charCodeAt(0);
+    let r: Finding | undefined;
+    if (first === 45 /* - */) {
+      const eq = v.indexOf("=");
+      if (eq > 0) r = check(a, v.slice(eq + 1));
+      else if (v.length > 2 && (v.charCodeAt(2) === 47 || v.charCodeAt(2) === 126) && /^-[A-Za-z]/.test(v)) r = check(a, v.slice(2));
+    } else if (first === 64 /* @ */) r = check(a, v.slice(1)) ?? (operandsJudged ? undefined : check(a, v));
+    else {
+      const eq = v.indexOf("=");
+      if (eq > 0 && /^[A-Za-z_][\w.]*$/.test(v.slice(0, eq))) r = check(a, v.slice(eq + 1));
+      if (!r && !operandsJudged) r = check(a, v);
+    }
+    if (r) return r;
+  }
+  return undefined;
+}
+
+/**
+ * Options whose presence makes a tool run code the gate does not read (`gcc -wrapper`, `-fplugin`,
+ * `make --eval`, `pdflatex --shell-escape`, `gdb -ex`): codeOptions in commands.json.
+ */
+function codeOptionFindings(inv: Invocation): Finding[] {
+  const specs = CODE_OPTIONS.get(inv.name);
+  if (!specs) return [];
+  for (const a of inv.args) {
+    const v = a.value;
+    if (v === null) continue;
+    if (v === "--") break;
+    const hit = specs.find((o) => codeOptionMatches(o, v));
+    if (hit) return [finding("contain", "inline-code", `${inv.name} ${hit.option}${hit.prefix ? ` ${hit.prefix}` : ""} runs code the gate does not read`)];
+  }
+  // `-ex CMD`-style entries with a prefix look at the option's value.
+  for (const o of specs) {
+    if (!o.prefix || o.option.endsWith("=")) continue;
+    const long = o.option.length > 2 ? [o.option] : [];
+    for (const v of optionValues(inv.args, long.length === 0 ? [o.option] : [], long))
+      if (v.value === null || v.value.trimStart().startsWith(o.prefix)) return [finding("contain", "inline-code", `${inv.name} ${o.option} ${o.prefix} runs code the gate does not read`)];
+  }
+  return [];
+}
+
+function codeOptionMatches(o: CommandOption, v: string): boolean {
+  if (o.prefix) return false;
+  // `SHELL=`: an assignment operand; `@`, `+!`: a prefix; `-B`: a short option, alone or with a
+  // path attached (`-B/opt/x`; `-recorder` is another option than `-r`); `-wrapper`, `--eval`: a
+  // whole word, or the word with `=VALUE`.
+  if (o.option.endsWith("=")) return v.startsWith(o.option);
+  if (o.option.length <= 2 && !o.option.startsWith("-")) return v.startsWith(o.option);
+  if (o.option.length <= 2) return v === o.option || (v.startsWith(o.option) && !/^[A-Za-z]$/.test(v.charAt(2)));
+  return v === o.option || v.startsWith(`${o.option}=`);
 }
 
 function dispatchByName(inv: Invocation, an: Analyzer, fed: Arg[] | undefined): Finding[] {
@@ -476,8 +586,14 @@ function dispatchByName(inv: Invocation, an: Analyzer, fed: Arg[] | undefined): 
   if (NAMES_ONLY_READERS.has(name) || cls === "deny" || cls === "review") return [base];
   const outputs = outputFindings(inv, an);
   const recursive = RECURSIVE_READERS.has(name) || (/grep$/.test(name) && inv.args.some((a) => /^-[a-zA-Z]*[rR]|^--recursive|^--dereference-recursive/.test(a.value ?? "")));
-  return [base, ...outputs, ...judgeReadOperands(inv, an, recursive)];
+  const reads = judgeReadOperands(inv, an, recursive);
+  judgedArguments.add(inv);
+  const named = reads.length > 0 ? undefined : argumentSecretRead(inv, an, true);
+  return [base, ...outputs, ...reads, ...(named ? [named] : [])];
 }
+
+/** Invocations whose operands were judged as reads already (a simple reader's). */
+const judgedArguments = new WeakSet<Invocation>();
 
 function reviewReason(name: string): "foreign-process" | "persistence" | "privilege" | "dynamic-command" | "destructive" {
   if (["kill", "pkill", "killall", "skill", "xkill"].includes(name)) return "foreign-process";

@@ -64,6 +64,10 @@ export interface ScriptState {
   readonly links: Map<string, string>;
   /** Every static word of the script and its nested scripts, for what a run-time path may be built from. */
   readonly words: Arg[];
+  /** Files the script writes that a build runs as code (package.json, a Makefile, a shell script), as written. */
+  readonly codeWrites: string[];
+  /** The first command of the script that runs a build (its class was `build`). */
+  buildRun: string | undefined;
   /** Memo of `namesSecret`: the number of words checked and the answer. */
   secretWord: { checked: number; found: string | undefined };
   /** Standard input of a pipeline stage, when an earlier stage prints only constants (`echo 'ls' | sh`). */
@@ -166,6 +170,8 @@ export function newScriptState(env: ShellEnv, budget: Budget = newBudget(), func
     pipedText: new Map(),
     resolved: new Map(),
     words: [],
+    codeWrites: [],
+    buildRun: undefined,
     secretWord: { checked: 0, found: undefined },
     facts: new PathFacts(knownDirectories(env), env.trusted, env.fresh),
     budget,
@@ -313,8 +319,16 @@ export function judgeWrite(env: ShellEnv, state: ScriptState, arg: Arg, what: st
   const places = arg.glob ? expandGlob(state, arg.value) : locate(state, arg.value);
   if (!places) return finding("contain", "outside-writable-roots", `${what} ${arg.value} relative to an unknown directory`);
   spend(state, WRITE_STEPS * places.length, "judging writes");
+  if (places.some((p) => isBuildDefinition(basename(p.lexical)) || isBuildDefinition(basename(p.real)))) state.codeWrites.push(arg.value);
   return strictest(places.map((p) => writeFinding(env, p, arg.value!, what, state.facts))) ?? finding("read", "read-only", `${what} nothing`);
 }
+
+const BUILD_DEFINITIONS = pathData.buildDefinitionFiles.map((p) => globToRegExp(p.toLowerCase()));
+/** A file name a build or test run executes as code (paths.json buildDefinitionFiles). */
+export const isBuildDefinition = memo((name: string) => {
+  const lower = name.toLowerCase();
+  return BUILD_DEFINITIONS.some((r) => r.test(lower));
+});
 
 export function writeFinding(env: ShellEnv, p: Located, shown: string, what: string, facts?: PathFacts): Finding {
   const target = classifyWrite(env.places, p.lexical, p.real, facts);
@@ -338,8 +352,25 @@ export function writeFinding(env: ShellEnv, p: Located, shown: string, what: str
   }
 }
 
+/**
+ * Auto mode's own files, or the settings that load it, at or below a path: replacing, moving or
+ * removing the path takes them with it. The workspace as a whole holds the project's settings, but
+ * unpacking into it or copying a tree over it is judged as workspace work (each file it makes is
+ * judged where it lands, by the sandbox's effects or as a write), so a path holding the whole
+ * workspace does not count what lies inside it.
+ */
+export function heldSelf(env: ShellEnv, p: Located): string | undefined {
+  return heldSelves(env, p)[0];
+}
+
+export function heldSelves(env: ShellEnv, p: Located): string[] {
+  const { workspace, workspaceLexical } = env.places;
+  const holdsWorkspace = isWithin(p.real, workspace) || isWithin(p.lexical, workspaceLexical);
+  return env.places.selfProtected.filter((s) => (isWithin(p.real, s) || isWithin(p.lexical, s)) && !(holdsWorkspace && isWithin(workspace, s)));
+}
+
 /** The finding for reading a path argument: identity secrets need review. */
-export function judgeRead(env: ShellEnv, state: ScriptState, arg: Arg, recursive: boolean): Finding | undefined {
+export function judgeRead(env: ShellEnv, state: ScriptState, arg: Arg, recursive: boolean, markSecretish = true): Finding | undefined {
   // `/proc/$$/environ`, `/proc/self/task/*/environ`: some process's environment, whichever it is.
   if (arg.value === null ? /\/proc\/\S*\/environ\b/.test(arg.text) : arg.glob && /^\/proc\/.*\/environ$/.test(arg.value))
     return finding("review", "identity-secret", `reads ${arg.text}, a process environment that holds credentials`);
@@ -359,7 +390,7 @@ export function judgeRead(env: ShellEnv, state: ScriptState, arg: Arg, recursive
     if (isIdentitySecret(env.places, p.lexical, p.real)) return finding("review", "identity-secret", `reads ${arg.value}, an identity secret`);
     if (recursive && containsIdentitySecret(env.places, p.lexical, p.real))
       return finding("review", "identity-secret", `reads everything under ${arg.value}, which holds identity secrets`);
-    if (isSecretishFile(p.real)) state.secretSource ??= arg.value;
+    if (markSecretish && isSecretishFile(p.real)) state.secretSource ??= arg.value;
   }
   return undefined;
 }

@@ -113,6 +113,29 @@ export const COMMAND_OPTIONS: ReadonlyMap<string, readonly CommandOption[]> = ne
     }),
   ]),
 );
+/** Options that make a command run code the gate does not read; with `prefix`, only values starting with it. */
+export const CODE_OPTIONS: ReadonlyMap<string, readonly CommandOption[]> = new Map(
+  Object.entries(data.codeOptions)
+    .filter(([k]) => !k.startsWith("_"))
+    .map(([name, entries]) => [
+      name,
+      (entries as string[]).map((e) => {
+        const [option, prefix = ""] = e.split(" ");
+        return { option: option!, prefix };
+      }),
+    ]),
+);
+/** Pi's own command line: see piCli in commands.json. */
+export const PI_CLI = {
+  packageNames: new Set(data.piCli.packageNames),
+  valueOptions: new Set(data.piCli.valueOptions),
+  disablingOptions: new Set(data.piCli.disablingOptions),
+  secretSubcommands: data.piCli.secretSubcommands.map((s) => s.split(" ")),
+} as const;
+/** Options of a names-only reader (`file -f`, `du --files0-from`) that read a file's contents. */
+export const NAMES_ONLY_CONTENT_OPTIONS: ReadonlyMap<string, readonly string[]> = new Map(
+  Object.entries(data.namesOnlyContentOptions).filter(([k]) => !k.startsWith("_")) as Array<[string, string[]]>,
+);
 /** `ssh -o Key=VALUE` settings whose value runs on this machine. */
 export const SSH_COMMAND_OPTIONS: ReadonlySet<string> = new Set(data.sshCommandOptions.map((k) => k.toLowerCase()));
 
@@ -134,6 +157,11 @@ function hazards(table: Partial<Record<HazardReason, readonly string[]>>): CodeH
 
 /** Patterns in inline interpreter code that no sandbox makes safe to run unreviewed, by reason. */
 export const INLINE_CODE_HAZARDS: readonly CodeHazard[] = hazards(data.inlineCodeHazards);
+/** Inline code that names auto mode's files or Pi's settings (names) and writes, moves or removes files (writes). */
+export const INLINE_CODE_SELF_DISABLING = {
+  names: data.inlineCodeSelfDisabling.names.map((p) => new RegExp(p)),
+  writes: data.inlineCodeSelfDisabling.writes.map((p) => new RegExp(p)),
+} as const;
 /** Extra patterns of one language (Perl and Ruby backticks run shell commands; JavaScript's do not). */
 export const INTERPRETER_HAZARDS: ReadonlyMap<string, readonly CodeHazard[]> = new Map(
   Object.entries(data.inlineCodeHazardsByInterpreter).map(([name, table]) => [name, hazards(table)]),

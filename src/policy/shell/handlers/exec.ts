@@ -14,10 +14,12 @@ import {
   COMMAND_OPTIONS,
   INLINE_CODE_HAZARDS,
   INLINE_CODE_OPTIONS,
+  INLINE_CODE_SELF_DISABLING,
   INTERPRETER_HAZARDS,
   INTERPRETERS,
   NETWORK_TOOLS,
   NPX_LOCAL_TOOLS,
+  PI_CLI,
   PYTHON_MODULES,
   RUN_SUBCOMMANDS,
   SECRET_OPTIONS,
@@ -99,7 +101,10 @@ export const interpreter: Handler = (inv, an) => {
     const opt = args[inline]!.value!;
     const code = opt.includes("=") ? opt.slice(opt.indexOf("=") + 1) : args[inline + 1]?.value;
     if (code === null) return [finding("review", "dynamic-command", `${inv.name} runs inline code only known at run time`)];
-    return [finding("contain", "inline-code", `${inv.name} runs inline code`), ...codeHazards(inv.name, code)];
+    // `perl -pi -e CODE FILES`, `ruby -i -pe`: the files after the code are rewritten in place.
+    const inPlace = (inv.name === "perl" || inv.name === "ruby") && args.some((a) => a.value !== null && /^-[a-zA-Z]*i/.test(a.value) && !a.value.startsWith("--"));
+    const rewritten = inPlace ? operands(args.slice(opt.includes("=") ? inline + 1 : inline + 2)).map((f) => judgeWrite(an.env, an.state, f, `${inv.name} -i rewrites`)) : [];
+    return [finding("contain", "inline-code", `${inv.name} runs inline code`), ...codeHazards(inv.name, code), ...rewritten];
   }
   const file = operands(args, ["-W", "-X", "-r", "--require", "--import", "--loader", "-I"]).at(0);
   if (file && file.value !== "-") {
@@ -124,6 +129,9 @@ function inlineCodeBundle(v: string): boolean {
  */
 function codeHazards(interpreter: string, code: string | null | undefined): Finding[] {
   if (!code) return [];
+  // Naming the files that load or configure auto mode and writing, moving or removing files: self-disabling.
+  if (INLINE_CODE_SELF_DISABLING.names.some((r) => r.test(code)) && INLINE_CODE_SELF_DISABLING.writes.some((r) => r.test(code)))
+    return [finding("deny", "self-protection", `${interpreter} inline code writes or removes files and names auto mode's own files or the settings that load it`)];
   const hit = [...INLINE_CODE_HAZARDS, ...(INTERPRETER_HAZARDS.get(interpreter) ?? [])].find((h) => h.re.test(code));
   if (!hit) return [];
   const what = {
@@ -315,6 +323,38 @@ function longestPhrase(table: ReadonlyMap<string, unknown>, name: string, rest: 
   return best;
 }
 
+/**
+ * Pi's command line. Pi loads auto mode through its settings' package lists: `pi remove`/`uninstall`
+ * take an entry out (whichever source it names may be the one that loads auto mode) and `pi config`
+ * switches resources off, so they are denied as self-disabling, as is an agent started without
+ * extensions. Printing a provider's credential is a secret read.
+ */
+const piCli: Handler = (inv) => {
+  const off = inv.args.find((a) => a.value !== null && PI_CLI.disablingOptions.has(a.value));
+  if (off) return [finding("deny", "self-protection", `${inv.name} ${off.value} starts an agent with auto mode off`)];
+  const table = SUBCOMMANDS.get("pi")!;
+  let at = -1;
+  for (let i = 0; i < inv.args.length; i++) {
+    const v = inv.args[i]!.value;
+    if (v === null) return [finding("review", "dynamic-command", `${inv.name} with an argument only known at run time`)];
+    if (v === "--") break;
+    if (table.byName.has(v) || !v.startsWith("-")) {
+      at = i;
+      break;
+    }
+    if (PI_CLI.valueOptions.has(v)) i++;
+  }
+  const sub = at >= 0 ? inv.args[at]!.value! : undefined;
+  const cls = sub === undefined ? table.empty ?? table.fallback : table.byName.get(sub) ?? table.fallback;
+  if (cls === "deny") return [finding("deny", "self-protection", `${inv.name} ${sub} removes or disables Pi packages, the one that loads auto mode among them`)];
+  const rest = inv.args.slice(at + 1).map((a) => a.value);
+  if (sub !== undefined && PI_CLI.secretSubcommands.some(([s, ...words]) => s === sub && words.every((w, i) => (w.startsWith("-") ? rest.includes(w) : rest[i] === w))))
+    return [finding("review", "identity-secret", `${inv.name} ${sub} ${rest[0] ?? ""} prints a provider credential`)];
+  const reason = cls === "read" ? "read-only" : cls === "review" ? "privilege" : "network";
+  if (cls === "contain") return [finding("contain", "network", `${inv.name} runs an agent that reaches the model provider`)];
+  return [finding(cls, reason, `${inv.name} ${sub ?? ""}`.trim())];
+};
+
 /** npx runs a local dev tool, or downloads and runs a package. */
 export const npx: Handler = (inv, an) => {
   let downloads = false;
@@ -350,7 +390,12 @@ export const npx: Handler = (inv, an) => {
     return an.argv([staticArg(bare), ...inv.args.slice(at + 1)], inv.source, inv.pipedInput);
   }
   if (local) return [finding("build", "build-test", `npx ${pkg} runs a local dev tool`)];
-  return [finding("contain", "network", `npx ${pkg} may download and run a package`)];
+  // Whatever the package, its command runs with the words after it: judged as that command too
+  // (`npx -y rimraf ~` is `rimraf ~`, `npx @earendil-works/pi-coding-agent remove X` is `pi remove X`).
+  const bin = PI_CLI.packageNames.has(bare) ? "pi" : bare.replace(/^@[^/]+\//, "");
+  const at = inv.args.findIndex((a) => a.value === pkg);
+  const as = bin === "" ? [] : an.argv([staticArg(bin), ...inv.args.slice(at + 1)], inv.source, inv.pipedInput);
+  return [finding("contain", "network", `npx ${pkg} may download and run a package`), ...as];
 };
 
 /** xargs appends words from standard input; from `echo ... |` they are known, otherwise not. */
@@ -494,11 +539,27 @@ const make: Handler = (inv, an) => {
   const dirs = optionValues(inv.args, ["-C", "-f"], ["--directory", "--file", "--makefile"]);
   const fetched = dirs.find((d) => isDownloaded(an.state, d.value));
   if (fetched) return [finding("review", "remote-code", `${inv.name} runs the build of ${fetched.value}, downloaded by this command`)];
+  // Only the workspace's own build is the project's declared entry point; another one is code the gate never saw.
+  const ws = an.env.places.workspace;
+  const foreign = dirs.find((d) => d.value === null || (locate(an.state, d.value) ?? [undefined]).some((p) => p === undefined || !isWithin(ws, p.real)));
+  if (foreign) return [finding("contain", "inline-code", `${inv.name} runs the build in ${foreign.value ?? foreign.text}, outside the workspace`)];
   const targets = operands(inv.args, ["-C", "-f", "-j", "-l", "-o", "-W", "--directory", "--file", "--jobs"]).filter((a) => !a.value?.includes("="));
   if (targets.some((t) => t.value === null)) return [finding("contain", "inline-code", `${inv.name} with a target only known at run time`)];
   const outward = targets.find((t) => SERVING_SCRIPTS.makeTargets.has(t.value!));
   if (outward) return [finding("contain", "network", `${inv.name} ${outward.value} by convention serves, deploys or installs`)];
   return [finding("build", "build-test", `${inv.name} builds the project`)];
+};
+
+/** hyperfine: each operand, and each --prepare/--setup/--cleanup/--conclude value, is a shell command it runs. */
+const hyperfine: Handler = (inv, an) => {
+  const scriptOpts = ["-p", "--prepare", "-s", "--setup", "-c", "--cleanup", "--conclude", "--reference"];
+  const valueOpts = ["-w", "--warmup", "-m", "--min-runs", "-M", "--max-runs", "-r", "--runs", "-P", "--parameter-scan", "-D", "--parameter-step-size", "-L", "--parameter-list", "--style", "--sort", "-u", "--time-unit", "--export-asciidoc", "--export-csv", "--export-json", "--export-markdown", "--export-orgmode", "--output", "-n", "--command-name", "-i", "--ignore-failure", "--input"];
+  const out: Finding[] = [finding("build", "build-test", `${inv.name} times commands`)];
+  const scripts: Arg[] = [...optionValues(inv.args, ["-p", "-s", "-c"], ["--prepare", "--setup", "--cleanup", "--conclude", "--reference"])];
+  for (const v of optionValues(inv.args, ["-S"], ["--shell"])) if (v.value !== "none" && v.value !== "sh" && v.value !== "bash") out.push(finding("contain", "inline-code", `${inv.name} runs its commands with the shell ${v.value ?? v.text}`));
+  scripts.push(...operands(inv.args, [...scriptOpts, ...valueOpts, "-S", "--shell"].filter((o) => o !== "-i" && o !== "--ignore-failure")));
+  for (const s of scripts) out.push(...(s.value === null ? [finding("review", "dynamic-command", `${inv.name} runs a command only known at run time`)] : an.script(s.value, inv.name)));
+  return out;
 };
 
 /** `%1`, and `$!` (the job this script last started in the background): the shell's own children. */
@@ -626,6 +687,8 @@ export const EXEC_HANDLERS: ReadonlyMap<string, Handler> = new Map<string, Handl
   ["sqlite3", sqliteShell],
   ["sqlite", sqliteShell],
   ["make", make],
+  ["hyperfine", hyperfine],
+  ["pi", piCli],
   ["gmake", make],
   ["kill", kill],
   ["pkill", kill],

@@ -2,7 +2,7 @@
 
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { below, isRegenerableName, isWithin, memo } from "../../places.ts";
-import { expandGlob, globToRegExp, isDownloaded, judgeRead, judgeWrite, locate, markDownloaded, spend, WRITE_STEPS, writeFinding, type Located, type ShellEnv } from "../env.ts";
+import { expandGlob, globToRegExp, heldSelf, heldSelves, isDownloaded, judgeRead, judgeWrite, locate, markDownloaded, spend, WRITE_STEPS, writeFinding, type Located, type ShellEnv } from "../env.ts";
 import { finding, strictest, type Finding } from "../finding.ts";
 import { DYNAMIC, hasFlag, operands, optionValues, staticArg, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
 import type { Arg } from "../parse.ts";
@@ -107,6 +107,8 @@ function destroyFinding(env: ShellEnv, p: Located, shown: string, how: DestroyHo
   // A directory that contains the workspace (`..`, the home dir) takes the workspace with it,
   // and the sandbox cannot stop that part: the workspace is writable inside it.
   if (p.real !== ws && isWithin(p.real, ws)) return finding("review", "destructive", `${verb} removes ${shown}, which contains the whole workspace`);
+  const own = heldSelf(env, p);
+  if (own) return finding("deny", "self-protection", `${verb} removes ${shown}, which holds ${own}, auto mode's own configuration or state or the settings that load it`);
   const where = writeFinding(env, p, shown, `${verb} changes`, an.state.facts);
   if (where.cls !== "workspace-write" || !isWithin(ws, p.real)) return where; // protected, outside, or the temporary root (scratch)
   if (how.alwaysReview) return finding("review", "destructive", `${verb} irrecoverably destroys ${shown}`);
@@ -156,7 +158,7 @@ function judgeFoundDestroy(env: ShellEnv, an: Analyzer, t: Arg, verb: string, al
   const ws = env.places.workspace;
   const one = (p: Located): Finding => {
     if (name === undefined && (isCritical(env, p.lexical) || isCritical(env, p.real))) return finding("deny", "hard-deny", `${verb} wipes everything below ${base.value}`);
-    const own = env.places.selfProtected.find((s) => s !== p.real && isWithin(p.real, s) && (name === undefined || globToRegExp(name).test(basename(s))));
+    const own = heldSelves(env, p).find((s) => s !== p.real && (name === undefined || globToRegExp(name).test(basename(s))));
     if (own) return finding("deny", "self-protection", `${verb} may remove ${own}, auto mode's own configuration or state`);
     if (p.real !== ws && isWithin(p.real, ws)) return finding("review", "destructive", `${verb} removes files below ${base.value}, which contains the whole workspace`);
     const where = writeFinding(env, p, base.value!, `${verb} changes files below`, an.state.facts);
@@ -174,8 +176,8 @@ function judgeFoundDestroy(env: ShellEnv, an: Analyzer, t: Arg, verb: string, al
  * into a container): denied when auto mode's own files lie below it, judged as a write otherwise.
  */
 export function judgeDirWrite(an: Analyzer, dir: Arg, verb: string): Finding {
-  const own = dir.value === null ? undefined : (locate(an.state, dir.value) ?? []).flatMap((p) => an.env.places.selfProtected.filter((s) => isWithin(p.real, s) || isWithin(p.lexical, s)))[0];
-  if (own) return finding("deny", "self-protection", `${verb} ${dir.value}, which holds ${own}, auto mode's own configuration or state`);
+  const own = dir.value === null ? undefined : (locate(an.state, dir.value) ?? []).map((p) => heldSelf(an.env, p)).find((o) => o !== undefined);
+  if (own) return finding("deny", "self-protection", `${verb} ${dir.value}, which holds ${own}, auto mode's own configuration or state or the settings that load it`);
   return judgeWrite(an.env, an.state, dir, verb);
 }
 
@@ -195,10 +197,24 @@ function copyLike(verb: string, removesSources: boolean): Handler {
     const recursive = hasFlag(inv.args, "rRa", ["--recursive", "--archive"]);
     const out: Finding[] = [];
     if (dest) out.push(judgeWrite(an.env, an.state, dest, `${verb} writes`));
+    // Into an existing directory each source lands at DIR/NAME (its contents, for `SRC/.` or rsync's `SRC/`),
+    // and a tree copied or moved there replaces whatever DIR/NAME holds.
+    const intoDir = dest !== undefined && dest.value !== null && (explicit.length > 0 || (locate(an.state, dest.value) ?? []).some((p) => isDirectory(p.real, an)));
+    for (const s of dest !== undefined && dest.value !== null ? sources : []) {
+      if (s.value === null || s.glob) continue;
+      const name = s.value.endsWith("/") || basename(s.value) === "." ? "" : basename(s.value);
+      const landing = intoDir && name !== "" ? { ...dest!, value: join(dest!.value!, name), glob: false } : dest!;
+      if (landing !== dest) out.push(judgeWrite(an.env, an.state, landing, `${verb} writes`));
+      if (!recursive && !removesSources) continue;
+      const own = (locate(an.state, landing.value!) ?? []).map((p) => heldSelf(an.env, p)).find((o) => o !== undefined);
+      if (own) out.push(finding("deny", "self-protection", `${verb} replaces ${landing.value}, which holds ${own}, auto mode's own configuration or state or the settings that load it`));
+    }
     const away = removesSources && dest !== undefined && outOfReach(an, dest);
     for (const s of sources) {
       const crit = removesSources ? criticalTarget(an.env, an, s) : undefined;
+      const own = removesSources && s.value !== null && !s.glob ? (locate(an.state, s.value) ?? []).map((p) => heldSelf(an.env, p)).find((o) => o !== undefined) : undefined;
       if (crit) out.push(finding("deny", "hard-deny", `${verb} moves away ${crit}`));
+      else if (own) out.push(finding("deny", "self-protection", `${verb} moves away ${s.value}, which holds ${own}, auto mode's own configuration or state or the settings that load it`));
       else if (away && isWorkspaceWork(an, s))
         out.push(finding("review", "destructive", `${verb} moves ${s.value} out of the workspace or into regenerable output, where cleanup may delete it`));
       else if (removesSources) out.push(judgeWrite(an.env, an.state, s, `${verb} removes`));
@@ -239,7 +255,9 @@ const rsyncLocal: Handler = (inv, an) => {
   const located = dest.value === null || dest.glob ? null : locate(an.state, dest.value);
   if (located && located.every((p) => !p.exists)) return out; // a new destination has nothing to delete
   const crit = criticalTarget(an.env, an, dest);
-  out.push(crit !== undefined ? finding("deny", "hard-deny", `rsync --delete empties ${crit}`) : judgeDestroy(an.env, an, dest, "rsync --delete", true, false));
+  // A wipe comes first: it is what the message should name, before what the destination holds.
+  if (crit !== undefined) out.unshift(finding("deny", "hard-deny", `rsync --delete empties ${crit}`));
+  else out.push(judgeDestroy(an.env, an, dest, "rsync --delete", true, false));
   return out;
 };
 

@@ -14,6 +14,8 @@ const CLONE_VALUE_OPTIONS = ["-b", "--branch", "-o", "--origin", "--depth", "-c"
 /** Subcommands that run repository hooks (commit, merge, checkout and friends). */
 const HOOK_RUNNING: ReadonlySet<string> = new Set(["commit", "merge", "rebase", "am", "cherry-pick", "revert", "checkout", "switch", "bisect", "worktree", "gc", "pull", "push"]);
 
+const WORKTREE_WRITING: ReadonlySet<string> = new Set(["checkout", "restore", "rm", "mv", "stash", "clean", "reset", "checkout-index"]);
+
 const GLOBAL_VALUE_OPTIONS = new Set(["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--super-prefix", "--config-env"]);
 
 function configKeyFinding(key: string, scope: string): Finding {
@@ -185,6 +187,19 @@ function subcommand(sub: string, args: readonly Arg[], an: Analyzer, inv: Invoca
       const into = dest === null ? [] : [judgeDirWrite(an, dir ?? staticArg(dest), "git clone writes into")];
       return [finding("contain", "network", "git clone fetches another repository"), ...into];
     }
+    case "grep": {
+      // `git grep -OCMD` opens the matching files with CMD (only attached: `-O x` greps for x).
+      const pagers = args.flatMap((a) => {
+        const m = a.value === null ? null : /^(?:-O|--open-files-in-pager=?)(.*)$/s.exec(a.value);
+        return m && m[1] !== "" ? [{ ...a, value: m[1]! }] : [];
+      });
+      if (pagers.length === 0) return [finding("read", "read-only", "git grep")];
+      return pagers.flatMap((p) => (p.value === null ? [finding("review", "dynamic-command", "git grep -O runs a pager only known at run time")] : an.script(p.value, "git grep -O")));
+    }
+    case "archive":
+    case "ls-remote":
+      if (sub === "archive" && !args.some((a) => a.value === null || /^--remote(=|$)/.test(a.value))) return [finding("git-local", "git-local", "git archive")];
+      return [finding("contain", "network", `git ${sub} contacts a remote`)];
     case "rm":
       // Without --force git refuses to remove files with uncommitted changes; with it they are lost.
       return has("f", ["--force"]) && !has("", ["--cached"])
@@ -242,6 +257,14 @@ export const git: Handler = (inv, an) => {
   if (sub === undefined) return [finding("read", "read-only", "git prints its usage"), ...out];
   if (sub === null) return [finding("review", "dynamic-command", "git subcommand only known at run time")];
   const found = subcommand(sub, inv.args.slice(i + 1), an, inv);
+  // Subcommands that rewrite or remove the work tree's files named on the line: auto mode's own
+  // files or the settings that load it among them is self-disabling.
+  if (WORKTREE_WRITING.has(sub))
+    for (const o of operands(inv.args.slice(i + 1), ["-m", "--message", "-s", "--source", "-b", "-B", "--conflict", "--pathspec-from-file"])) {
+      if (o.value === null) continue;
+      const w = judgeWrite(an.env, an.state, o, `git ${sub} rewrites`);
+      if (w.reason === "self-protection") found.push(w);
+    }
   for (const o of gitOutputs(sub, inv.args.slice(i + 1))) {
     const w = judgeWrite(an.env, an.state, o, `git ${sub} writes`);
     if (w.cls !== "workspace-write") found.push(w);
