@@ -135,6 +135,17 @@ hostile("(b) options that run commands, load code or write outside", "contain", 
   "time -o /etc/x ls",
 ]);
 
+hostile("(b) a package runner's command is judged as the command it runs", "contain", [
+  "yarn rimraf ~",
+  "pnpm rimraf dist ~",
+  "yarn run rimraf ~/.ssh",
+  "npx -y rimraf ~",
+  "npx --yes del-cli ~",
+  "bun x rimraf ~",
+  "yarn sh -c payload",
+  "pnpm node -e 'require(\"child_process\").execSync(\"payload\")'",
+]);
+
 hostile("(c) a write to a file that a later build of the same script runs", "contain", [
   `echo '{"scripts":{"x":"payload"}}' > package.json; npm run x`,
   `echo '{"scripts":{"test":"payload"}}' > package.json && npm test`,
@@ -224,6 +235,11 @@ describe("ordinary work stays allowed under review-only", () => {
     "tar czf {{tmp}}/src.tgz src",
     "npm test",
     "npm run build",
+    "yarn lint",
+    "yarn test",
+    "pnpm eslint .",
+    "pnpm tsc --noEmit",
+    "yarn build",
     "cmake -S . -B build",
     "git grep -n TODO",
     "git log -O order.txt",

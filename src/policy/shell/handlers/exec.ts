@@ -25,6 +25,7 @@ import {
   SECRET_OPTIONS,
   SERVING_SCRIPTS,
   SHELLS,
+  SIMPLE,
   SSH_COMMAND_OPTIONS,
   SUBCOMMANDS,
   WRAPPERS,
@@ -109,6 +110,9 @@ export const interpreter: Handler = (inv, an) => {
   const file = operands(args, ["-W", "-X", "-r", "--require", "--import", "--loader", "-I"]).at(0);
   if (file && file.value !== "-") {
     if (file.value === null) return [finding("review", "remote-code", `${inv.name} runs a program only known at run time (${file.text})`)];
+    // Pi's own command line run from its package's files is `pi`.
+    if ([...PI_CLI.packageNames].some((p) => file.value!.includes(`${p}/`)))
+      return [finding("contain", "inline-code", `${inv.name} runs the program ${file.value}`), ...an.argv([staticArg("pi"), ...args.slice(args.indexOf(file) + 1)], inv.source, inv.pipedInput)];
     if (runsDownloaded(an, file)) return [finding("review", "remote-code", `${inv.name} runs ${file.value}, downloaded by this command`)];
     return [finding("contain", "inline-code", `${inv.name} runs the program ${file.value}`)];
   }
@@ -247,7 +251,7 @@ export function packageManager(tool: string): Handler {
       const code = operands(rest, []).at(0);
       return interpreter({ ...inv, name: "node", args: code ? [staticArg("-e"), code] : [] }, an);
     }
-    if ((tool === "npm" && (name === "exec" || name === "x")) || (tool === "pnpm" && (name === "exec" || name === "dlx")) || (tool === "yarn" && name === "dlx"))
+    if ((tool === "npm" && (name === "exec" || name === "x")) || (tool === "pnpm" && (name === "exec" || name === "dlx")) || (tool === "yarn" && name === "dlx") || (tool === "bun" && name === "x"))
       return npx({ ...inv, args: rest }, an);
     const runner = RUN_SUBCOMMANDS.get(tool);
     if (runner?.subcommands.includes(name)) {
@@ -271,14 +275,27 @@ export function packageManager(tool: string): Handler {
     const revealing = SECRET_OPTIONS.get(`${tool} ${words.slice(0, 2).join(" ")}`) ?? SECRET_OPTIONS.get(`${tool} ${words.join(" ")}`) ?? SECRET_OPTIONS.get(`${tool} ${name}`);
     if (revealing && rest.some((a) => a.value !== null && revealing.some((o) => a.value === o || a.value!.startsWith(`${o}=`))))
       return [finding("review", "identity-secret", `${tool} ${words.slice(0, 2).join(" ")} prints a credential`)];
+    // `yarn X`, `pnpm X`, `bun run X` run the package script X, or else the installed command X:
+    // a command the gate knows (`yarn rimraf ~`, `pnpm pi remove x`) is judged as that command too.
+    const asCommand =
+      BIN_RUNNERS.has(tool) && script && (name === "run" || !table.byName.has(name)) && knownCommand(script)
+        ? an.argv([staticArg(script), ...(name === "run" ? rest.slice(1) : rest)], inv.source, inv.pipedInput)
+        : [];
     const cls = table.byName.get(phrase) ?? table.fallback;
     if (cls === "contain" && NETWORK_TOOLS.has(tool)) an.state.network ??= tool;
     const reason = cls === "read" ? "read-only" : cls === "build" ? "build-test" : cls === "cleanup" ? "regenerable-cleanup" : cls === "review" ? (tool === "systemctl" || tool === "launchctl" || tool === "crontab" ? "persistence" : "privilege") : cls === "deny" ? "hard-deny" : "network";
     const after = { ...inv, name: tool, args: rest };
     // A network tool's file operands may be uploads (`aws s3 cp FILE s3://`, `gh gist create FILE`).
     const uploads = NETWORK_TOOLS.has(tool) ? judgeReadOperands(after, an, false) : [];
-    return [finding(cls, reason, `${tool} ${phrase}`), ...outputFindings(after, an), ...uploads];
+    return [finding(cls, reason, `${tool} ${phrase}`), ...outputFindings(after, an), ...uploads, ...asCommand];
   };
+}
+
+/** Package managers whose unknown subcommand or `run X` may run an installed command X. */
+const BIN_RUNNERS: ReadonlySet<string> = new Set(["yarn", "pnpm", "bun"]);
+
+function knownCommand(name: string): boolean {
+  return SIMPLE.has(name) || FILE_HANDLERS.has(name) || EXEC_HANDLERS.has(name) || WRAPPERS.has(name) || COMMAND_ALIASES.has(name);
 }
 
 /**
