@@ -446,6 +446,16 @@ describe("parser differentials: wherever bash and the gate's parser disagree, th
     assert.ok(disagreements().length >= 40, `${disagreements().length} disagreements: the hostile list has more`);
   });
 
+  test("a denial on a line bash runs before the one it cannot read stands, in nested scripts too", () => {
+    const srcs = ["rm -rf /\n)", "rm -rf ~\necho $GITHUB_TO\\\nKEN", "echo ok\nrm -rf /\nls !(x)", "bash -c 'rm -rf /\n)'", "rm -rf /; )"];
+    const cases: EvalCase[] = srcs.map((src, i) => ({ id: `prefix ${i}`, tool: "bash", input: { command: src }, user: [], expect: "review", why: "", backend: undefined, line: i + 1 }));
+    for (const backend of ["sandboxed", "review-only"] as const) {
+      const routes = runCases(cases, backend, w).map((r) => r.route);
+      // bash reads the whole last line before it runs any of it: nothing of `rm -rf /; )` runs.
+      assert.deepEqual(routes, ["deny", "deny", "deny", "deny", "review"], backend);
+    }
+  });
+
   for (const backend of ["sandboxed", "review-only"] as const) {
     test(`${backend}: no disagreement is allowed${backend === "sandboxed" ? " or sandboxed" : ""}`, (t) => {
       const cases: EvalCase[] = disagreements().map((c, i) => ({ id: `${c.origin} (${i})`, tool: "bash", input: { command: c.src }, user: [], expect: "review", why: c.kind!, backend: undefined, line: i + 1 }));

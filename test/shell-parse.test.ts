@@ -315,6 +315,22 @@ describe("shell extraction: parser differentials fail closed", () => {
     assert.equal(first("$'\\x72\\x6d' -rf /"), "rm", "what unbash decodes as bash does stays known");
   });
 
+  test("the complete lines before one that cannot be read are kept: bash runs them before it meets the error", () => {
+    const before = (src: string) => {
+      const ex = extract(src);
+      assert.equal(ex.ok, false, src);
+      return ex.ok ? undefined : ex.ranBefore;
+    };
+    assert.equal(before("rm -rf /\n)"), "rm -rf /\n");
+    assert.equal(before("rm -rf ~; echo a\nrm -rf !(keep)"), "rm -rf ~; echo a\n", "a differential error counts like a syntax error");
+    assert.equal(before("echo a\nif true; then\necho b\n)"), "echo a\n", "not the lines of the compound command the error is in");
+    assert.equal(before("ls\ncat <<EOF\n$(if then)\nEOF"), "ls\n", "nor a here-document's");
+    assert.equal(before("a &&\nb\n)"), "a &&\nb\n");
+    assert.equal(before("rm -rf /; )"), undefined, "bash reads a whole line before it runs any of it");
+    assert.equal(before("# only a comment\n)"), undefined);
+    assert.equal(before("rm -rf /\0\n)"), undefined, "a NUL byte: nothing is read");
+  });
+
   test("what bash reads the same way still parses", () => {
     for (const src of [
       "npm run build \\\n  --prod \\\n  && echo ok",

@@ -109,7 +109,11 @@ function analyzeScript(src: string, env: ShellEnv, state: ScriptState, depth: nu
   if (depth > 0) spend(state, parseSteps(src), "reading nested scripts");
   const ex = extractCommands(src, { home: env.home, environment: knownEnvironment(env), positional, limit: Math.max(0, state.budget.left), deadline: state.budget.deadline });
   if (top) top.extraction = ex;
-  if (!ex.ok) return [finding("review", "shell-unparseable", `the command cannot be read statically: ${ex.reason}`)];
+  if (!ex.ok) {
+    const unreadable = finding("review", "shell-unparseable", `the command cannot be read statically: ${ex.reason}`);
+    // bash has run the complete lines before the one it cannot read: a denial among them stands.
+    return ex.ranBefore === undefined ? [unreadable] : [unreadable, ...analyzeScript(ex.ranBefore, env, state, depth, positional)];
+  }
   const out: Finding[] = [];
   for (const f of ex.functions) state.functions.add(f.name);
   for (const w of ex.words) state.words.push(w);

@@ -10,7 +10,7 @@
 // the command rather than judge one bash would not run: see `Differentials` below.
 
 import { forEachChild, parse } from "unbash";
-import type { Command, Redirection, SyntaxNode, Word } from "unbash";
+import type { Command, ParsedScript, Redirection, SyntaxNode, Word } from "unbash";
 import { commandWords, hereDocText, isSingleWord, Scope, wordArg, type Arg } from "./words.ts";
 
 export type { Arg, FoundPath } from "./words.ts";
@@ -72,7 +72,19 @@ export type Extraction =
       /** Reading stopped at `limit`: only the commands before that point are here. */
       readonly truncated: boolean;
     }
-  | { readonly ok: false; readonly reason: string };
+  | {
+      readonly ok: false;
+      readonly reason: string;
+      /**
+       * The complete lines before the one that cannot be read, when they read on their own: bash
+       * runs each line before it reads the next (`rm -rf /` then a line with a syntax error still
+       * removes /), so what they do is judged too.
+       */
+      readonly ranBefore?: string;
+    };
+
+/** A failed reading, and where: the start of the top-level statement the error is in, if it is in the script's own text. */
+type Failure = { readonly ok: false; readonly reason: string; readonly at: number | undefined };
 
 export interface ExtractOptions {
   /** Value for `$HOME`, `${HOME}` and a leading unquoted `~`. */
@@ -312,15 +324,15 @@ class Suspects {
     return s.joins.length > 0 || s.dollarJoins.length > 0 || s.separators.length > 0 ? s : undefined;
   }
 
-  problem(): string | undefined {
+  problem(): { reason: string; at: number } | undefined {
     const within = (spans: readonly number[], at: number) => {
       for (let i = 0; i < spans.length; i += 2) if (spans[i]! <= at && at < spans[i + 1]!) return true;
       return false;
     };
     const join = this.joins.find((at) => !within(this.joinSafe, at) && !within(this.quoted, at)) ?? this.dollarJoins.find((at) => !within(this.quoted, at));
-    if (join !== undefined) return `a line continuation inside a word or operator at offset ${join}, which bash joins before reading it`;
+    if (join !== undefined) return { reason: `a line continuation inside a word or operator at offset ${join}, which bash joins before reading it`, at: join };
     const sep = this.separators.find((at) => !within(this.textSpans, at));
-    if (sep !== undefined) return `unexpected token at the start of a line at offset ${sep}`;
+    if (sep !== undefined) return { reason: `unexpected token at the start of a line at offset ${sep}`, at: sep };
     return undefined;
   }
 }
@@ -419,13 +431,46 @@ export function substitutionNesting(src: string): { depth: number; reads: number
 }
 
 export function extractCommands(src: string, opts: ExtractOptions): Extraction {
-  if (src.includes("\0")) return { ok: false, reason: "command contains a NUL byte" };
-  if (Buffer.byteLength(src, "utf8") > MAX_SHELL_BYTES) return { ok: false, reason: `command longer than ${MAX_SHELL_BYTES} bytes` };
+  const ex = readScript(src, opts);
+  if (ex.ok) return ex;
+  const ranBefore = ex.at === undefined ? undefined : linesBefore(src, ex.at, opts);
+  return ranBefore === undefined ? { ok: false, reason: ex.reason } : { ok: false, reason: ex.reason, ranBefore };
+}
+
+/**
+ * The lines before `at` that bash has run when it meets the error: the longest run of whole lines
+ * that reads on its own. A line that opens a compound command the error is in does not (`if` with
+ * no `fi`): the search steps back before that statement, a few times at most.
+ */
+function linesBefore(src: string, at: number, opts: ExtractOptions): string | undefined {
+  let end = src.lastIndexOf("\n", at - 1);
+  for (let tries = 0; end >= 0 && tries < 4; tries++) {
+    const prefix = src.slice(0, end + 1);
+    const ex = readScript(prefix, opts);
+    if (ex.ok) return ex.commands.length > 0 ? prefix : undefined;
+    end = src.lastIndexOf("\n", Math.min(end, ex.at ?? end) - 1);
+  }
+  return undefined;
+}
+
+/** The start of the top-level statement that holds position `p`, or `p`. */
+function statementStart(root: ParsedScript, p: number): number {
+  for (const s of root.commands) {
+    if (s.pos > p) break;
+    if (p <= s.end) return s.pos;
+  }
+  return p;
+}
+
+function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok: true }> | Failure {
+  const fail = (reason: string, at?: number): Failure => ({ ok: false, reason, at });
+  if (src.includes("\0")) return fail("command contains a NUL byte");
+  if (Buffer.byteLength(src, "utf8") > MAX_SHELL_BYTES) return fail(`command longer than ${MAX_SHELL_BYTES} bytes`);
   const nesting = substitutionNesting(src);
   if (nesting.depth > MAX_SUBSTITUTION_DEPTH)
-    return { ok: false, reason: `command substitutions nested ${nesting.depth} deep, more than the ${MAX_SUBSTITUTION_DEPTH} the gate reads quickly` };
+    return fail(`command substitutions nested ${nesting.depth} deep, more than the ${MAX_SUBSTITUTION_DEPTH} the gate reads quickly`);
   if (nesting.reads > MAX_SUBSTITUTION_READS)
-    return { ok: false, reason: `command substitutions nested around too much text to read quickly` };
+    return fail(`command substitutions nested around too much text to read quickly`);
   // `shift` and `set` renumber the parameters, in loops too: then none is known.
   const positional = opts.positional && !/\b(shift|set)\b/.test(src) ? opts.positional : [];
   const scope = new Scope(opts.home, opts.environment, positional);
@@ -435,6 +480,8 @@ export function extractCommands(src: string, opts: ExtractOptions): Extraction {
   const words: Arg[] = [];
   const expansions: string[] = [];
   let error: string | undefined;
+  /** Where the error is, in the script's own text (undefined inside a decoded backtick body). */
+  let errorPos: number | undefined;
   let truncated = false;
   let steps = 0;
   let nextPipeline = 0;
@@ -463,11 +510,12 @@ export function extractCommands(src: string, opts: ExtractOptions): Extraction {
     if (s) (suspects ??= new Map()).set(text, s);
   };
 
+  let root: ParsedScript | undefined;
   try {
-    const root = parse(src);
+    root = parse(src);
     if (root.errors?.length) {
       const e = root.errors[0]!;
-      return { ok: false, reason: `${e.message} at offset ${e.pos}` };
+      return fail(`${e.message} at offset ${e.pos}`, statementStart(root, e.pos));
     }
     // Two parallel stacks: the nodes still to visit, and the context each is visited in.
     const nodes: SyntaxNode[] = [root];
@@ -640,6 +688,10 @@ export function extractCommands(src: string, opts: ExtractOptions): Extraction {
         default:
           break;
       }
+      if (error !== undefined) {
+        errorPos = frame.text === src ? n.pos : undefined;
+        break;
+      }
       const start = nodes.length;
       forEachChild(n, collect);
       const count = nodes.length - start;
@@ -672,13 +724,13 @@ export function extractCommands(src: string, opts: ExtractOptions): Extraction {
       }
     }
   } catch (e) {
-    return { ok: false, reason: `parser failed: ${e instanceof Error ? e.message : String(e)}` };
+    return fail(`parser failed: ${e instanceof Error ? e.message : String(e)}`);
   }
-  if (error !== undefined) return { ok: false, reason: error };
+  if (error !== undefined) return fail(error, errorPos === undefined ? undefined : statementStart(root, errorPos));
   if (suspects && !truncated) {
-    for (const s of suspects.values()) {
+    for (const [text, s] of suspects) {
       const problem = s.problem();
-      if (problem !== undefined) return { ok: false, reason: problem };
+      if (problem !== undefined) return fail(problem.reason, text === src ? statementStart(root, problem.at) : undefined);
     }
   }
   return { ok: true, commands, compoundRedirs, functions, words, expansions, truncated };
