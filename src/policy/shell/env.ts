@@ -14,6 +14,7 @@ import {
   type Places,
 } from "../places.ts";
 import pathData from "../data/paths.json" with { type: "json" };
+import commandData from "../data/commands.json" with { type: "json" };
 import { finding, strictest, type Finding } from "./finding.ts";
 import { settled, stampOf, unchanged, type Dependency, type StampBook } from "../stamps.ts";
 import type { Arg, SimpleCommand } from "./parse.ts";
@@ -259,6 +260,8 @@ function throughLinks(state: ScriptState, p: string): string {
 }
 
 const SECRET_FILE_PATTERNS = pathData.secretFilePatterns.map((p) => new RegExp(p, "i"));
+/** Text that names auto mode's own files or the settings that load it (commands.json inlineCodeSelfDisabling). */
+const SELF_NAMES = commandData.inlineCodeSelfDisabling.names.map((p) => new RegExp(p));
 
 /** A file whose contents are credentials even inside the workspace (.env, keys). */
 export function isSecretishFile(p: string): boolean {
@@ -315,9 +318,20 @@ export function expandGlob(state: ScriptState, pattern: string): Located[] | nul
 
 /** The finding for writing (creating, changing or removing) a path argument. */
 export function judgeWrite(env: ShellEnv, state: ScriptState, arg: Arg, what: string): Finding {
-  if (arg.value === null) return finding("contain", "outside-writable-roots", `${what} a path only known at run time (${arg.text})`);
+  if (arg.value === null) {
+    // `> "$(dirname ~/.pi/agent/x)/settings.json"`: where it lands is unknown, what it names is not.
+    if (SELF_NAMES.some((r) => r.test(arg.text)))
+      return finding("deny", "self-protection", `${what} ${arg.text}, a path only known at run time that names auto mode's own files or the settings that load it`);
+    return finding("contain", "outside-writable-roots", `${what} a path only known at run time (${arg.text})`);
+  }
   const places = arg.glob ? expandGlob(state, arg.value) : locate(state, arg.value);
-  if (!places) return finding("contain", "outside-writable-roots", `${what} ${arg.value} relative to an unknown directory`);
+  if (!places) {
+    // `cd "$(dirname "$F")" && echo {} > settings.json`: from an unknown directory, the name decides.
+    const name = basename(arg.value);
+    if (!arg.glob && env.places.selfProtected.some((s) => basename(s) === name))
+      return finding("deny", "self-protection", `${what} ${arg.value} relative to a directory only known at run time, the name of auto mode's own files or of the settings that load it`);
+    return finding("contain", "outside-writable-roots", `${what} ${arg.value} relative to an unknown directory`);
+  }
   spend(state, WRITE_STEPS * places.length, "judging writes");
   if (places.some((p) => isBuildDefinition(basename(p.lexical)) || isBuildDefinition(basename(p.real)))) state.codeWrites.push(arg.value);
   return strictest(places.map((p) => writeFinding(env, p, arg.value!, what, state.facts))) ?? finding("read", "read-only", `${what} nothing`);
