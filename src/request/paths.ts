@@ -29,11 +29,11 @@ function normalizeLikePi(input: string, home: string, isArgument: boolean): stri
 export function resolveLikePi(input: string, cwd: string, home: string): string {
   const normalized = normalizeLikePi(input, home, true);
   const base = normalizeLikePi(cwd, home, false);
-  const resolved = isAbsolute(normalized) ? resolve(normalized) : resolve(base, normalized);
-  // Checked on what reaches the file system: a file URL can carry an encoded NUL ("%00"), and a
-  // component with a NUL that a later ".." takes away never does (Pi opens "x\0y/../f" as "f").
-  if (resolved.includes("\0")) throw new Error("path contains a NUL byte");
-  return resolved;
+  // Checked after normalization: a file URL can carry an encoded NUL ("%00"). Also where a later
+  // ".." takes the NUL's component away (Pi would open "x\0y/../f" as "f"): a NUL in a path is
+  // malformed input, never judged as the path it would become.
+  if (normalized.includes("\0")) throw new Error("path contains a NUL byte");
+  return isAbsolute(normalized) ? resolve(normalized) : resolve(base, normalized);
 }
 
 /**

@@ -135,11 +135,13 @@ const piPath = fc.oneof(
 const cwd = fc.constantFrom(ws, join(ws, "src"), `${ws}/`, "~/proj", "~", `file://${ws}`, `${ws}/src/../src`);
 
 /**
- * Where the gate resolves no path (the call is judged malformed), the file system must refuse
- * Pi's path too: a NUL byte, a file used as a directory (ENOTDIR), a symlink loop (ELOOP).
+ * Where the gate resolves no path (the call is judged malformed), the input must be malformed or
+ * the file system must refuse Pi's path too: a NUL byte anywhere in what the model sent (refused
+ * even where a later ".." would take it away: P5, malformed input is never judged as something
+ * else), a file used as a directory (ENOTDIR), a symlink loop (ELOOP).
  */
-function unopenable(pi: ReturnType<typeof attempt>): boolean {
-  if (!pi.ok || pi.path.includes("\0")) return true;
+function unopenable(pi: ReturnType<typeof attempt>, raw: string): boolean {
+  if (!pi.ok || pi.path.includes("\0") || raw.includes("\0")) return true;
   try {
     statSync(pi.path);
     return false;
@@ -159,13 +161,13 @@ function attempt(f: () => string): { ok: true; path: string } | { ok: false; err
 
 /**
  * The gate agrees with Pi: the same path, or both refuse it. The gate refuses one thing Pi passes
- * on, a path with a NUL byte, which the file system then rejects (so Pi's tool fails anyway).
+ * on, a path with a NUL byte anywhere (see unopenable).
  */
-function assertSameAsPi(pi: ReturnType<typeof attempt>, gate: ReturnType<typeof attempt>, what: string): void {
+function assertSameAsPi(pi: ReturnType<typeof attempt>, gate: ReturnType<typeof attempt>, what: string, raw: string): void {
   if (gate.ok) {
     assert.ok(pi.ok, `${what}: the gate resolves ${JSON.stringify(gate.path)} where Pi throws (${pi.ok ? "" : pi.error})`);
     assert.equal(gate.path, pi.path, what);
-  } else assert.ok(!pi.ok || pi.path.includes("\0"), `${what}: the gate refuses (${gate.error}) what Pi opens as ${pi.ok ? JSON.stringify(pi.path) : ""}`);
+  } else assert.ok(!pi.ok || pi.path.includes("\0") || raw.includes("\0"), `${what}: the gate refuses (${gate.error}) what Pi opens as ${pi.ok ? JSON.stringify(pi.path) : ""}`);
 }
 
 describe("paths: the gate resolves a tool's path exactly as Pi's tools do", () => {
@@ -178,6 +180,7 @@ describe("paths: the gate resolves a tool's path exactly as Pi's tools do", () =
           attempt(() => resolveToCwd(p, dir)),
           attempt(() => resolveLikePi(p, dir, home)),
           what,
+          p,
         );
         // Through the canonical request, as the gate builds it for each tool.
         if (!dir.startsWith("/")) return;
@@ -186,8 +189,8 @@ describe("paths: the gate resolves a tool's path exactly as Pi's tools do", () =
           assert.ok(built.ok);
           const pi = attempt(() => resolveToCwd(tool === "write" || tool === "edit" ? p : p || ".", dir));
           const lexical = built.request.paths[0]?.lexical;
-          if (lexical === undefined) assert.ok(unopenable(pi) || p === "", `${tool} ${what}: the gate resolved nothing where Pi opens ${pi.ok ? pi.path : ""}`);
-          else assertSameAsPi(pi, { ok: true, path: lexical }, `${tool} ${what}`);
+          if (lexical === undefined) assert.ok(unopenable(pi, p) || p === "", `${tool} ${what}: the gate resolved nothing where Pi opens ${pi.ok ? pi.path : ""}`);
+          else assertSameAsPi(pi, { ok: true, path: lexical }, `${tool} ${what}`, p);
         }
       }),
       { runs: fuzzRuns(8000) },
@@ -203,31 +206,31 @@ describe("paths: the gate resolves a tool's path exactly as Pi's tools do", () =
           attempt(() => resolveReadPath(p, dir)),
           attempt(() => resolveReadLikePi(p, dir, home)),
           what,
+          p,
         );
         if (!dir.startsWith("/") || p === "") return;
         const built = buildRequest("read", { path: p }, dir, home);
         assert.ok(built.ok);
         const lexical = built.request.paths[0]?.lexical;
         const pi = attempt(() => resolveReadPath(p, dir));
-        if (lexical === undefined) assert.ok(unopenable(pi), `${what}: the gate resolved nothing where Pi opens ${pi.ok ? pi.path : ""}`);
-        else assertSameAsPi(pi, { ok: true, path: lexical }, what);
+        if (lexical === undefined) assert.ok(unopenable(pi, p), `${what}: the gate resolved nothing where Pi opens ${pi.ok ? pi.path : ""}`);
+        else assertSameAsPi(pi, { ok: true, path: lexical }, what, p);
       }),
       { runs: fuzzRuns(8000) },
     );
   });
 });
 
-describe("path counterexamples found by the properties", () => {
-  // Found by the write/edit property: the gate refused the NUL before resolving, so it judged
-  // "x\0y/.." as malformed while Pi's tools open the directory the ".." leads back to.
-  test('a NUL in a component that a later ".." takes away: "x\\0y/../f.txt" is Pi\'s "f.txt"', () => {
-    for (const p of ["x\0y/..", "x\0y/../f.txt", "a/x\0y/../../f.txt"]) {
-      assert.equal(resolveLikePi(p, ws, home), resolveToCwd(p, ws), JSON.stringify(p));
+describe("paths with a NUL byte", () => {
+  // The path property found that Pi's tools open "x\0y/../f.txt" as "f.txt" (the ".." takes the
+  // NUL's component away). The gate still refuses it: a NUL in a path is malformed input (P5),
+  // and "src/index.ts\0/../../x" would otherwise be judged as a read of "x".
+  test('a NUL anywhere in the path is malformed, also in a component a later ".." takes away', () => {
+    for (const p of ["x\0y/..", "x\0y/../f.txt", "a/x\0y/../../f.txt", "x\0y", "x\0y/f.txt", "f.txt/..\0"]) {
+      assert.throws(() => resolveLikePi(p, ws, home), /NUL/, JSON.stringify(p));
       const built = buildRequest("write", { path: p, content: "" }, ws, home);
       assert.ok(built.ok);
-      assert.equal(built.request.paths[0]?.lexical, resolveToCwd(p, ws));
+      assert.deepEqual(built.request.paths, [], JSON.stringify(p));
     }
-    // A NUL that does reach the file system is still refused.
-    for (const p of ["x\0y", "x\0y/f.txt", "f.txt/..\0"]) assert.throws(() => resolveLikePi(p, ws, home), /NUL/, JSON.stringify(p));
   });
 });
