@@ -485,7 +485,9 @@ function argumentSecretRead(inv: Invocation, an: Analyzer, operandsJudged: boole
   let dynamicSeen = operandsJudged;
   let bare: boolean | undefined;
   const check = (a: Arg, c: string): Finding | undefined => {
-    if (c === "") return undefined;
+    // A URL, or code and text (quotes, brackets, separators: no listed secret's name has them, and a
+    // link with such a name to a secret was a read of it when it was made), needs no look-up.
+    if (c === "" || NOT_A_PATH.test(c)) return undefined;
     if (c.charCodeAt(0) === 126 /* ~ */ && (c.length === 1 || c.charCodeAt(1) === 47)) {
       const r = check(a, an.env.home + c.slice(1));
       if (r) return r;
@@ -527,6 +529,8 @@ function argumentSecretRead(inv: Invocation, an: Analyzer, operandsJudged: boole
   }
   return undefined;
 }
+
+const NOT_A_PATH = /^[a-z][a-z0-9+.-]*:\/\/|[()[\]{};|<>'"`\n]/i;
 
 /**
  * Options whose presence makes a tool run code the gate does not read (`gcc -wrapper`, `-fplugin`,

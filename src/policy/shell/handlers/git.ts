@@ -16,6 +16,15 @@ const HOOK_RUNNING: ReadonlySet<string> = new Set(["commit", "merge", "rebase", 
 
 const WORKTREE_WRITING: ReadonlySet<string> = new Set(["checkout", "restore", "rm", "mv", "stash", "clean", "reset", "checkout-index"]);
 
+/** The names of the path components of auto mode's own files and of the settings that load them. */
+const selfNamesCache = new WeakMap<readonly string[], ReadonlySet<string>>();
+function selfNames(an: Analyzer): ReadonlySet<string> {
+  const list = an.env.places.selfProtected;
+  let names = selfNamesCache.get(list);
+  if (!names) selfNamesCache.set(list, (names = new Set(list.flatMap((s) => s.split("/").slice(-3)).filter((n) => n !== ""))));
+  return names;
+}
+
 const GLOBAL_VALUE_OPTIONS = new Set(["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--super-prefix", "--config-env"]);
 
 function configKeyFinding(key: string, scope: string): Finding {
@@ -261,7 +270,8 @@ export const git: Handler = (inv, an) => {
   // files or the settings that load it among them is self-disabling.
   if (WORKTREE_WRITING.has(sub))
     for (const o of operands(inv.args.slice(i + 1), ["-m", "--message", "-s", "--source", "-b", "-B", "--conflict", "--pathspec-from-file"])) {
-      if (o.value === null) continue;
+      // Only a path that shares a name with those files can be one of them (git does not follow links).
+      if (o.value === null || !o.value.split("/").some((part) => selfNames(an).has(part))) continue;
       const w = judgeWrite(an.env, an.state, o, `git ${sub} rewrites`);
       if (w.reason === "self-protection") found.push(w);
     }
