@@ -1,4 +1,4 @@
-// What applying a staged command's effects costs (src/effects/apply.ts), in milliseconds, on one
+// What applying a staged command's effects costs (src/sandbox/effects/apply.ts), in milliseconds, on one
 // file system (the staged files are renamed into place):
 // - 10,000 changed files: 5,000 creations spread over 100 folders, 4,000 overwrites, 1,000
 //   removals; median of 5 applies, against the same changes made by plain renameSync/rmSync loops
@@ -10,11 +10,11 @@
 import { mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { applyEffects } from "../src/effects/apply.ts";
-import { identityAt } from "../src/effects/identity.ts";
-import type { ApplyOp } from "../src/effects/judge.ts";
-import { effectStore } from "../src/effects/store.ts";
-import { DEFAULT_UNDO_BOUNDS } from "../src/effects/undo.ts";
+import { applyEffects } from "../src/sandbox/effects/apply.ts";
+import { identityAt } from "../src/sandbox/effects/identity.ts";
+import type { ApplyOp } from "../src/sandbox/effects/judge.ts";
+import { effectStore } from "../src/sandbox/effects/store.ts";
+import { DEFAULT_UNDO_BOUNDS } from "../src/sandbox/effects/undo.ts";
 
 const RUNS = Number(process.argv[2] ?? 5);
 const TARGET_MS = 1000;

@@ -13,9 +13,9 @@ import { join } from "node:path";
 import { createLocalBashOperations } from "@earendil-works/pi-coding-agent";
 import { buildPlaces } from "../src/policy/places.ts";
 import { createController } from "../src/sandbox/controller.ts";
-import { settleEffects } from "../src/effects/settle.ts";
-import { effectStore } from "../src/effects/store.ts";
-import { DEFAULT_UNDO_BOUNDS } from "../src/effects/undo.ts";
+import { settleEffects } from "../src/sandbox/effects/settle.ts";
+import { effectStore } from "../src/sandbox/effects/store.ts";
+import { DEFAULT_UNDO_BOUNDS } from "../src/sandbox/effects/undo.ts";
 
 const RUNS = Number(process.argv[2] ?? 50);
 const TARGET_MS = 10;

@@ -11,7 +11,7 @@ import type { ReviewService } from "./review/service.ts";
 import { addUsage } from "./review/types.ts";
 import { createUsageLedger } from "./review/usage-ledger.ts";
 import type { heldEffectsReviewer as HeldEffectsReviewer, ReviewHook } from "./tools/review-call.ts";
-import { effectStore } from "./effects/store.ts";
+import { effectStore } from "./sandbox/effects/store.ts";
 import { undoBounds } from "./policy/config/load.ts";
 import { loadPolicyConfig } from "./policy/config/load.ts";
 import { followingGlobalState } from "./state/global.ts";
@@ -128,7 +128,7 @@ export default function autoMode(pi: ExtensionAPI): void {
     if (event.reason !== "reload" && last && (last.data as ModeEntry | undefined)?.mode !== "auto") pi.appendEntry<ModeEntry>(MODE_ENTRY_TYPE, { mode: "auto" });
     await runtime.global.read();
     // An apply a crash interrupted is finished (or reported) before any new command runs (P17).
-    const { repairStaging } = await import("./effects/repair.ts");
+    const { repairStaging } = await import("./sandbox/effects/repair.ts");
     await repairStaging(getAgentDir(), ctx.cwd, (text) => (ctx.hasUI ? ctx.ui.notify(text, "warning") : process.stderr.write(`${text}\n`)));
     sandbox.attach(sandboxOwner);
     refresh(ctx);

@@ -1,5 +1,5 @@
-// Applying a judged effect set to the real workspace (src/effects/apply.ts) and undoing it
-// (src/effects/undo.ts), on real files in temp folders. Ops are built by hand: a "staged" folder
+// Applying a judged effect set to the real workspace (src/sandbox/effects/apply.ts) and undoing it
+// (src/sandbox/effects/undo.ts), on real files in temp folders. Ops are built by hand: a "staged" folder
 // stands in for the overlay's upper layer, `before` identities are taken right before applying.
 //
 // The hostile part: a child process applies ~200 ops and is killed with SIGKILL at random points
@@ -34,15 +34,15 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join, relative } from "node:path";
 import { after, describe, test } from "node:test";
 import { pathToFileURL } from "node:url";
-import { applyEffects, recoverJournals } from "../src/effects/apply.ts";
-import { identityAt } from "../src/effects/identity.ts";
-import type { ApplyOp } from "../src/effects/judge.ts";
-import { effectStore, lockPathOf, undoDirOf, type EffectStore } from "../src/effects/store.ts";
-import { DEFAULT_UNDO_BOUNDS, listUndo, pruneUndo, undoLast, type UndoBounds } from "../src/effects/undo.ts";
+import { applyEffects, recoverJournals } from "../src/sandbox/effects/apply.ts";
+import { identityAt } from "../src/sandbox/effects/identity.ts";
+import type { ApplyOp } from "../src/sandbox/effects/judge.ts";
+import { effectStore, lockPathOf, undoDirOf, type EffectStore } from "../src/sandbox/effects/store.ts";
+import { DEFAULT_UNDO_BOUNDS, listUndo, pruneUndo, undoLast, type UndoBounds } from "../src/sandbox/effects/undo.ts";
 
 const root = realpathSync(mkdtempSync(join(tmpdir(), "pi-auto-mode-apply-")));
 after(() => rmSync(root, { recursive: true, force: true }));
-const SRC = join(import.meta.dirname, "..", "src", "effects");
+const SRC = join(import.meta.dirname, "..", "src", "sandbox", "effects");
 
 // A second file system for the copy fallback (tmpfs in /dev/shm on Linux), when it is one.
 const otherFs = (() => {

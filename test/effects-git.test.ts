@@ -1,4 +1,4 @@
-// The read-only git reader (src/effects/git) against real repositories made with the git CLI:
+// The read-only git reader (src/sandbox/effects/git) against real repositories made with the git CLI:
 // every answer is compared with git's own (cat-file, rev-parse, ls-files, for-each-ref,
 // merge-base --is-ancestor, rev-list), for loose and packed objects (deltas, delta chains,
 // REF_DELTA in the same pack and across object directories, 64-bit offsets), index versions 2-4,
@@ -28,8 +28,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { crc32, deflateSync } from "node:zlib";
-import { commitsBetween, isAncestor, peelToCommit, reachableFromAny } from "../src/effects/git/history.ts";
-import { parseIndexFile, readIndex, sameEntries, type GitIndex } from "../src/effects/git/index-file.ts";
+import { commitsBetween, isAncestor, peelToCommit, reachableFromAny } from "../src/sandbox/effects/git/history.ts";
+import { parseIndexFile, readIndex, sameEntries, type GitIndex } from "../src/sandbox/effects/git/index-file.ts";
 import {
   applyDelta,
   hashObject,
@@ -41,8 +41,8 @@ import {
   type ObjectFormat,
   type ObjectStore,
   type ObjectType,
-} from "../src/effects/git/objects.ts";
-import { objectFormat, readRefs, reflogOids } from "../src/effects/git/refs.ts";
+} from "../src/sandbox/effects/git/objects.ts";
+import { objectFormat, readRefs, reflogOids } from "../src/sandbox/effects/git/refs.ts";
 
 const root = realpathSync(mkdtempSync(join(tmpdir(), "pi-auto-mode-git-")));
 after(() => rmSync(root, { recursive: true, force: true }));

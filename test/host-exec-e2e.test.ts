@@ -131,7 +131,7 @@ function makeWorld(): void {
   chmodSync(join(TPL, "hooks", "pre-commit"), 0o755);
 }
 
-// Uncommitted work well over the effects' loss threshold (src/effects/data/effects.json: a smaller
+// Uncommitted work well over the effects' loss threshold (src/sandbox/effects/data/effects.json: a smaller
 // loss is applied and kept for undo, by design), so a command that discards it must be held.
 const PRECIOUS = Array.from({ length: 2000 }, (_, i) => `precious${i} uncommitted${i} work${i}`).join("\n") + "\n";
 

@@ -7,10 +7,10 @@
 // unprivileged user (nobody, via setpriv). Every test skips with the probe's precise reason
 // where the sandbox is unavailable.
 
-import { settleEffects } from "../src/effects/settle.ts";
-import { effectStore } from "../src/effects/store.ts";
-import { DEFAULT_UNDO_BOUNDS } from "../src/effects/undo.ts";
-import { reportText } from "../src/effects/report.ts";
+import { settleEffects } from "../src/sandbox/effects/settle.ts";
+import { effectStore } from "../src/sandbox/effects/store.ts";
+import { DEFAULT_UNDO_BOUNDS } from "../src/sandbox/effects/undo.ts";
+import { reportText } from "../src/sandbox/effects/report.ts";
 import assert from "node:assert/strict";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";

@@ -14,10 +14,10 @@
 //   a reinstall of more than 200,000 files is too many changes to judge one by one (slow, run
 //   only with PI_AUTO_MODE_SLOW=1).
 
-import { settleEffects, type HeldReviewer } from "../src/effects/settle.ts";
-import { effectStore } from "../src/effects/store.ts";
-import { DEFAULT_UNDO_BOUNDS } from "../src/effects/undo.ts";
-import { reportText } from "../src/effects/report.ts";
+import { settleEffects, type HeldReviewer } from "../src/sandbox/effects/settle.ts";
+import { effectStore } from "../src/sandbox/effects/store.ts";
+import { DEFAULT_UNDO_BOUNDS } from "../src/sandbox/effects/undo.ts";
+import { reportText } from "../src/sandbox/effects/report.ts";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";

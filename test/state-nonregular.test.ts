@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { ARTIFACT_FILES, ARTIFACTS, LOCK_NAME, serializeAnchor, serializeConfig, serializeWatermark, type ArtifactName } from "../src/state/artifacts.ts";
-import { effectStore, lockPathOf, undoDirOf } from "../src/effects/store.ts";
+import { effectStore, lockPathOf, undoDirOf } from "../src/sandbox/effects/store.ts";
 import { ANCHOR_FILE } from "../src/state/locations.ts";
 import { BIN } from "./helpers/cli.ts";
 import { IS_ROOT, KINDS, plant, pool, runWithDeadline, stateProbe, type Kind } from "./helpers/state-hostile.ts";

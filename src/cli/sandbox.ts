@@ -78,10 +78,10 @@ export async function runSandbox(argv: readonly string[], io: Io): Promise<numbe
   const places = buildPlaces({ workspace: cwd, tmpRoot: config.config.tmpRoot ?? defaultTmpRoot(), home, agentDir, selfPaths: selfPaths(agentDir) });
   const protectedGlobs = config.config.protectedPaths;
   const [{ effectStore }, { settleEffects }, { reportText }, { repairStaging }, { createController }, linux] = await Promise.all([
-    import("../effects/store.ts"),
-    import("../effects/settle.ts"),
-    import("../effects/report.ts"),
-    import("../effects/repair.ts"),
+    import("../sandbox/effects/store.ts"),
+    import("../sandbox/effects/settle.ts"),
+    import("../sandbox/effects/report.ts"),
+    import("../sandbox/effects/repair.ts"),
     import("../sandbox/controller.ts"),
     import("../sandbox/linux/driver.ts"),
   ]);

@@ -5,7 +5,7 @@
 import { existsSync, realpathSync } from "node:fs";
 import { homedir } from "node:os";
 import { resolve } from "node:path";
-import { repairStaging } from "../effects/repair.ts";
+import { repairStaging } from "../sandbox/effects/repair.ts";
 import { parseArgs, type CommandSpec } from "./args.ts";
 import { CliError, EXIT, type Io } from "./io.ts";
 
@@ -41,8 +41,8 @@ export async function runUndo(argv: readonly string[], io: Io): Promise<number> 
   if (!existsSync(dir)) throw new CliError(`undo: --cwd ${dir} does not exist`);
   const workspace = realpathSync(dir);
   const { agentDirFromEnv } = await import("../state/locations.ts");
-  const { effectStore } = await import("../effects/store.ts");
-  const { listUndo, undoLast } = await import("../effects/undo.ts");
+  const { effectStore } = await import("../sandbox/effects/store.ts");
+  const { listUndo, undoLast } = await import("../sandbox/effects/undo.ts");
   const agentDir = agentDirFromEnv(io.env, homedir());
   const store = effectStore(agentDir);
   await repairStaging(agentDir, workspace, (text) => io.err(`${text}\n`));

@@ -5,8 +5,8 @@
 import type { ExtensionAPI, ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
 import { getAgentDir } from "@earendil-works/pi-coding-agent";
 import { realpathSync } from "node:fs";
-import { effectStore } from "../effects/store.ts";
-import { listUndo, undoLast } from "../effects/undo.ts";
+import { effectStore } from "../sandbox/effects/store.ts";
+import { listUndo, undoLast } from "../sandbox/effects/undo.ts";
 
 function say(ctx: ExtensionCommandContext, text: string, level: "info" | "warning" | "error" = "info"): void {
   if (ctx.hasUI) ctx.ui.notify(text, level);

@@ -14,7 +14,7 @@
 
 import { probeWithCache } from "./probe.ts";
 import { isSandboxed } from "../policy/types.ts";
-import type { EffectReport } from "../effects/settle.ts";
+import type { EffectReport } from "./effects/settle.ts";
 import { discardRun, markStart } from "./stage.ts";
 import type { SpawnIo } from "./spawn.ts";
 import type { BackendStatus, ProbeResult, RunRequest, SandboxDriver } from "./types.ts";
@@ -204,7 +204,7 @@ export function createController(opts: ControllerOptions = {}): SandboxControlle
       releaseOnExit.set(id, prepared.release);
       const stage = prepared.stage;
       let result: RunResult;
-      let ended: { facts: import("../effects/facts.ts").StagedFacts } | undefined;
+      let ended: { facts: import("./effects/facts.ts").StagedFacts } | undefined;
       let startCtimeNs = 0n;
       try {
         if (stage) startCtimeNs = markStart(stage);

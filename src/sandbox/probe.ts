@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { buildPlaces } from "../policy/places.ts";
 import { ROOT_ENTRIES } from "./layout.ts";
-import type { StagedFacts } from "../effects/facts.ts";
+import type { StagedFacts } from "./effects/facts.ts";
 import { removeRun, removeTree } from "./stage.ts";
 import { readProbeCache, writeProbeCache } from "./probe-cache.ts";
 import type { ProbeResult, SandboxDriver, StagingStatus } from "./types.ts";

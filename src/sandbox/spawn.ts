@@ -9,7 +9,7 @@ import { spawn, type StdioOptions } from "node:child_process";
 import { closeSync, openSync, statfsSync, writeFileSync } from "node:fs";
 import { constants as osConstants } from "node:os";
 import type { Socket } from "node:net";
-import { collectFacts, type FactsPlanRoot, type StagedFacts } from "../effects/facts.ts";
+import { collectFacts, type FactsPlanRoot, type StagedFacts } from "./effects/facts.ts";
 
 export interface SpawnSpec {
   readonly file: string;

@@ -5,8 +5,8 @@ import type { Backend } from "../policy/types.ts";
 import type { SandboxLayout } from "./layout.ts";
 import type { SpawnIo, SpawnOutcome, SpawnSpec } from "./spawn.ts";
 import type { StageRun } from "./stage.ts";
-import type { StagedFacts } from "../effects/facts.ts";
-import type { EffectReport } from "../effects/settle.ts";
+import type { StagedFacts } from "./effects/facts.ts";
+import type { EffectReport } from "./effects/settle.ts";
 
 /** What the gate judged a call against; the sandbox enforces the same places. */
 export interface SandboxScope {

@@ -1,4 +1,4 @@
-// The part of proper-lockfile 4.1.2 used here: by src/effects, tests and benches (src/state/lock.ts
+// The part of proper-lockfile 4.1.2 used here: by src/sandbox/effects, tests and benches (src/state/lock.ts
 // speaks its protocol without it). The package ships no types and @types/proper-lockfile is not a
 // dependency; these signatures follow its index.js.
 

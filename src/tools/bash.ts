@@ -21,9 +21,9 @@ import type { Admission, AdmissionBook } from "../sandbox/admission.ts";
 import type { SandboxController } from "../sandbox/controller.ts";
 import { SANDBOX_PERMISSIONS } from "../sandbox/escalation.ts";
 import { DENIAL_HEAD } from "../policy/denial.ts";
-import type { EffectReport, HeldReviewer } from "../effects/settle.ts";
-import type { EffectStore } from "../effects/store.ts";
-import type { UndoBounds } from "../effects/undo.ts";
+import type { EffectReport, HeldReviewer } from "../sandbox/effects/settle.ts";
+import type { EffectStore } from "../sandbox/effects/store.ts";
+import type { UndoBounds } from "../sandbox/effects/undo.ts";
 
 export interface BashShellSettings {
   readonly shellPath?: string;
@@ -95,7 +95,7 @@ export function sandboxOperations(controller: SandboxController, run: SandboxRun
           shell,
           workspace,
           settle: async (end) =>
-            (await import("../effects/settle.ts")).settleEffects({
+            (await import("../sandbox/effects/settle.ts")).settleEffects({
               ...end,
               places: scope.places,
               protectedGlobs: scope.protectedGlobs,
@@ -185,7 +185,7 @@ export function createSandboxedBashTool(deps: BashToolDeps, cwd: string = proces
       try {
         const result = await run.execute(toolCallId, { command: p.command, timeout: p.timeout }, signal, onUpdate, ctx);
         if (!sandboxRun?.report) return result;
-        const { reportText } = await import("../effects/report.ts");
+        const { reportText } = await import("../sandbox/effects/report.ts");
         return withEffects(result, reportText(sandboxRun.report, workspace), sandboxRun.report);
       } catch (e) {
         // Pi throws for aborts and timeouts; a staged command's changes were not applied then.

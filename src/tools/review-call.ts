@@ -4,7 +4,7 @@
 // status line, owes the reviewer's usage to the call's result, and keeps a redacted record.
 
 import type { ExtensionContext, ToolCallEvent } from "@earendil-works/pi-coding-agent";
-import type { HeldReviewer } from "../effects/settle.ts";
+import type { HeldReviewer } from "../sandbox/effects/settle.ts";
 import { denialBody } from "../policy/denial.ts";
 import { buildRequest } from "../request/canonical.ts";
 import type { GateResult } from "../policy/gate.ts";

@@ -3,8 +3,8 @@
 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { effectStore } from "../../src/effects/store.ts";
-import { DEFAULT_UNDO_BOUNDS } from "../../src/effects/undo.ts";
+import { effectStore } from "../../src/sandbox/effects/store.ts";
+import { DEFAULT_UNDO_BOUNDS } from "../../src/sandbox/effects/undo.ts";
 import type { EffectsDeps } from "../../src/tools/bash.ts";
 
 export function testEffects(agentDir: string = join(tmpdir(), "pi-auto-mode-test-agent")): EffectsDeps {

@@ -10,7 +10,7 @@ import { Value } from "typebox/value";
 import { ProjectConfigSchema, UserConfigSchema, type ProjectConfig, type RuleSpec, type UserConfig } from "./schema.ts";
 import { PROJECT_CONFIG_FILE, USER_CONFIG_FILE } from "./files.ts";
 import { compileRule, type CompiledRule, type RuleOrigin } from "../rules.ts";
-import { DEFAULT_UNDO_BOUNDS, type UndoBounds } from "../../effects/undo-bounds.ts";
+import { DEFAULT_UNDO_BOUNDS, type UndoBounds } from "./undo-bounds.ts";
 import { absenceOf, fullStamp, sameStamp, settled, type Absence, type Stamp, type StampBook } from "../stamps.ts";
 
 export { PROJECT_CONFIG_FILE, USER_CONFIG_FILE };

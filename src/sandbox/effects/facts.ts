@@ -11,7 +11,7 @@
 
 import { lstatSync, readdirSync, type BigIntStats, type Dirent, type Stats } from "node:fs";
 import { join } from "node:path";
-import { isRegenerableName } from "../policy/places.ts";
+import { isRegenerableName } from "../../policy/places.ts";
 import { identityOf, type Identity } from "./identity.ts";
 import { readRefs, type RefSnapshot } from "./git/refs.ts";
 import { readIndex } from "./git/index-file.ts";

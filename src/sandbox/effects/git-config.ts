@@ -6,7 +6,7 @@
 
 import { lstatSync, readFileSync } from "node:fs";
 import { dirname, isAbsolute, join, resolve } from "node:path";
-import { isWithin } from "../policy/places.ts";
+import { isWithin } from "../../policy/places.ts";
 
 const MAX_CONFIG_BYTES = 1 << 20;
 const MAX_INCLUDES = 16;

@@ -13,7 +13,7 @@
 // - anything else that deletes or rewinds a ref, moves a tag or touches refs/replace: held.
 
 import { lstatSync, readFileSync } from "node:fs";
-import { isWithin, protectedComponent } from "../policy/places.ts";
+import { isWithin, protectedComponent } from "../../policy/places.ts";
 import { join, relative, sep } from "node:path";
 import type { Change, GitAfter, RootFacts } from "./facts.ts";
 import { changedSince, type Identity } from "./identity.ts";

@@ -10,9 +10,9 @@
 import { lstatSync, readdirSync, readFileSync, type BigIntStats } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
 import { minimatch } from "minimatch";
-import pathData from "../policy/data/paths.json" with { type: "json" };
-import { isRegenerableName, isWithin, protectedComponent, type Places } from "../policy/places.ts";
-import type { StageRun, StagedRoot } from "../sandbox/stage.ts";
+import pathData from "../../policy/data/paths.json" with { type: "json" };
+import { isRegenerableName, isWithin, protectedComponent, type Places } from "../../policy/places.ts";
+import type { StageRun, StagedRoot } from "../stage.ts";
 import type { Change, EntryType, RootFacts, StagedFacts } from "./facts.ts";
 import { judgeGitDir, NOTHING_RECOVERABLE, type AfterPath, type GitJudgement, type Recoverable, type RepoLocation } from "./git-effects.ts";
 import { changedSince, identityAt, identityOf, type Identity } from "./identity.ts";

@@ -5,8 +5,8 @@ import { readdirSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { loadPolicyConfig, undoBounds } from "../policy/config/load.ts";
-import { discardRun, staleRuns } from "../sandbox/stage.ts";
+import { loadPolicyConfig, undoBounds } from "../../policy/config/load.ts";
+import { discardRun, staleRuns } from "../stage.ts";
 import { effectStore } from "./store.ts";
 
 function alive(pid: number): boolean {

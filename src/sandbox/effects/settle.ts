@@ -3,8 +3,8 @@
 // (the Pi edge builds it from the session's reviewer; the CLI has none, so held effects are
 // discarded there), and nothing here imports Pi.
 
-import type { Places } from "../policy/places.ts";
-import type { StageRun } from "../sandbox/stage.ts";
+import type { Places } from "../../policy/places.ts";
+import type { StageRun } from "../stage.ts";
 import type { ApplyResult } from "./apply.ts";
 import type { StagedFacts } from "./facts.ts";
 import type { EffectJudgement } from "./judge.ts";

@@ -11,8 +11,8 @@ import { createHash } from "node:crypto";
 import { closeSync, constants, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, readSync, renameSync, rmdirSync, rmSync, utimesSync, writeSync } from "node:fs";
 import { hostname } from "node:os";
 import lockfile from "proper-lockfile";
-import { DIR_FLAGS, notRegular, READ_FLAGS } from "../state/durable-fs.ts";
-import { withLock, type Locked } from "../state/lock.ts";
+import { DIR_FLAGS, notRegular, READ_FLAGS } from "../../state/durable-fs.ts";
+import { withLock, type Locked } from "../../state/lock.ts";
 import { dirname, join } from "node:path";
 
 export interface EffectStore {

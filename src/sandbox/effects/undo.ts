@@ -15,8 +15,8 @@ import { dirname, join, relative } from "node:path";
 import { identityAt, sameInode, type Identity } from "./identity.ts";
 import { fsyncDir, readStoreText, undoDirOf, withWorkspaceLockSync, writeDurable, type EffectStore } from "./store.ts";
 
-export { DEFAULT_UNDO_BOUNDS, type UndoBounds } from "./undo-bounds.ts";
-import type { UndoBounds } from "./undo-bounds.ts";
+export { DEFAULT_UNDO_BOUNDS, type UndoBounds } from "../../policy/config/undo-bounds.ts";
+import type { UndoBounds } from "../../policy/config/undo-bounds.ts";
 
 export interface UndoEntryOp {
   readonly kind: "put" | "remove";
