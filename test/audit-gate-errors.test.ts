@@ -15,10 +15,11 @@ import { createSandboxedBashTool } from "../src/tools/bash.ts";
 import { toolResults } from "./helpers/pi-session.ts";
 import { reviewOnlySessions } from "./helpers/review-only.ts";
 import { recordingUi } from "./helpers/ui.ts";
-import { DEFAULT_LIMITS, runReview, type ReviewerModels } from "../src/review/engine.ts";
+import { DEFAULT_LIMITS, runReview } from "../src/review/engine.ts";
 import { createReviewService } from "../src/review/service.ts";
 import { action, fauxRegistry, JUDGE, VERDICT } from "./helpers/review-fixtures.ts";
 import { deployTool } from "./helpers/tools.ts";
+import { piReviewerModels, type PiModelRegistry } from "../src/tools/reviewer-models.ts";
 
 const call = (name: string, args: Parameters<typeof fauxToolCall>[1]) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });
 const done = (text = "done") => fauxAssistantMessage([fauxText(text)]);
@@ -61,13 +62,13 @@ describe("audit: the reviewer's Pi edges fail closed", () => {
 
   test("a model registry that throws (find, auth or stream) is a failure that denies, never an allow", async () => {
     const { registry } = await fauxRegistry();
-    const broken: Array<[string, ReviewerModels]> = [
+    const broken: Array<[string, PiModelRegistry]> = [
       ["find", { find: () => { throw new Error(`registry down ${TOKEN}`); }, getProviderAuth: (p) => registry.getProviderAuth(p), streamSimple: (m, c, o) => registry.streamSimple(m, c, o) }],
       ["auth", { find: (p, m) => registry.find(p, m), getProviderAuth: () => Promise.reject(new Error("auth store locked")), streamSimple: (m, c, o) => registry.streamSimple(m, c, o) }],
       ["stream", { find: (p, m) => registry.find(p, m), getProviderAuth: (p) => registry.getProviderAuth(p), streamSimple: () => { throw new Error("no stream"); } }],
     ];
     for (const [what, models] of broken) {
-      const r = await runReview(job(), models, { ...DEFAULT_LIMITS, deadlineMs: 2_000 });
+      const r = await runReview(job(), piReviewerModels(models), { ...DEFAULT_LIMITS, deadlineMs: 2_000 });
       assert.equal(r.kind, "failure", what);
       assert.equal(r.kind === "failure" && r.failure, "internal", what);
       assert.doesNotMatch(r.kind === "failure" ? r.detail : "", /ghp_/, what);
@@ -79,7 +80,7 @@ describe("audit: the reviewer's Pi edges fail closed", () => {
     faux.setResponses([fauxAssistantMessage(VERDICT.allow)]);
     const ctl = new AbortController();
     ctl.abort("esc");
-    const r = await createReviewService().review(job(), registry, ctl.signal);
+    const r = await createReviewService().review(job(), piReviewerModels(registry), ctl.signal);
     assert.equal(r.kind === "failure" && r.failure, "aborted");
     assert.equal(faux.state.callCount, 0);
   });

@@ -18,6 +18,7 @@ import { createRuntimeState } from "../src/state/runtime-state.ts";
 import { createReviewHook, type ReviewRecord } from "../src/tools/review-call.ts";
 import { createToolCallGate } from "../src/tools/tool-call-gate.ts";
 import { fauxRegistry, JUDGE, request, VERDICT } from "./helpers/review-fixtures.ts";
+import { piReviewerModels } from "../src/tools/reviewer-models.ts";
 
 async function setup(opts: { backend?: () => Backend } = {}) {
   const { registry, faux, agentDir } = await fauxRegistry();
@@ -151,7 +152,7 @@ describe("P7: a reviewer's allow never removes containment", () => {
         { toolCallId: "c", parentToolCallId: undefined, request: req, decision: { route: "review", reason: "network", message: "pushes" }, transcript: [] },
         {
           service,
-          models: registry,
+          models: piReviewerModels(registry),
           signal: undefined,
           bindingNow: async () => ({ hash: req.hash, reviewer: JUDGE, globalRevision: 1, sessionRevision: 1, backend, auto: true }),
         },
@@ -173,11 +174,11 @@ describe("P13: bounded concurrency", () => {
     const slow = createReviewService({ limiter, limits: { deadlineMs: 5000 } });
     const quick = createReviewService({ limiter, limits: { deadlineMs: 200 } });
     const job = { action: { canonical: request("deploy_service", { service: "x" }).canonical, tool: "deploy_service", input: { service: "x" }, paths: [], gateReason: "unknown-tool", gateNote: "", toolCallId: "c", parentToolCallId: undefined }, transcript: [], reviewer: JUDGE };
-    const first = slow.review(job, registry, undefined);
+    const first = slow.review(job, piReviewerModels(registry), undefined);
     await new Promise((r) => setTimeout(r, 20));
     const t0 = Date.now();
-    const second = quick.review(job, registry, undefined);
-    const third = await quick.review(job, registry, undefined);
+    const second = quick.review(job, piReviewerModels(registry), undefined);
+    const third = await quick.review(job, piReviewerModels(registry), undefined);
     assert.equal(third.kind === "failure" && third.failure, "busy", "the queue holds one");
     const secondResult = await second;
     assert.equal(secondResult.kind === "failure" && secondResult.failure, "timeout", "waiting for a slot used up the deadline");

@@ -9,6 +9,7 @@ import { createLimiter } from "../src/review/limiter.ts";
 import { createReviewService } from "../src/review/service.ts";
 import { action, fauxRegistry, JUDGE, VERDICT } from "./helpers/review-fixtures.ts";
 import { fauxAssistantMessage } from "@earendil-works/pi-ai";
+import { piReviewerModels } from "../src/tools/reviewer-models.ts";
 
 /** Feed a sequence ("D" denied, "A" allowed); returns the state after each step. */
 function run(seq: string, from: BreakerState = CLOSED): BreakerState[] {
@@ -75,13 +76,13 @@ describe("P13: the service pauses review for the turn", () => {
     const service = createReviewService({ limiter: createLimiter(4, 16) });
     faux.setResponses([fauxAssistantMessage(VERDICT.deny), fauxAssistantMessage(VERDICT.deny), fauxAssistantMessage(VERDICT.deny), fauxAssistantMessage(VERDICT.allow)]);
     const job = { action: action("bash", { command: "rm -rf build/cache" }), transcript: [], reviewer: JUDGE };
-    for (let i = 0; i < 3; i++) assert.equal((await service.review(job, registry, undefined)).kind, "verdict");
-    const paused = await service.review(job, registry, undefined);
+    for (let i = 0; i < 3; i++) assert.equal((await service.review(job, piReviewerModels(registry), undefined)).kind, "verdict");
+    const paused = await service.review(job, piReviewerModels(registry), undefined);
     assert.equal(paused.kind === "failure" && paused.failure, "paused");
     assert.equal(faux.state.callCount, 3, "no fourth model call");
     assert.match(failureDenialText("paused"), /paused for the rest of this turn/);
     service.newTurn();
-    const again = await service.review(job, registry, undefined);
+    const again = await service.review(job, piReviewerModels(registry), undefined);
     assert.equal(again.kind === "verdict" && again.verdict.outcome, "allow");
   });
 
@@ -91,11 +92,11 @@ describe("P13: the service pauses review for the turn", () => {
     const job = { action: action("bash", { command: "rm -rf build/cache" }), transcript: [], reviewer: JUDGE };
     const aborted = new AbortController();
     aborted.abort("esc");
-    for (let i = 0; i < 3; i++) assert.equal((await service.review(job, registry, aborted.signal)).kind, "failure");
+    for (let i = 0; i < 3; i++) assert.equal((await service.review(job, piReviewerModels(registry), aborted.signal)).kind, "failure");
     assert.equal(service.breaker().window.length, 0, "aborts are not counted");
     faux.setResponses([fauxAssistantMessage("not json"), fauxAssistantMessage("still not json"), fauxAssistantMessage("nope"), fauxAssistantMessage("no"), fauxAssistantMessage("x"), fauxAssistantMessage("y")]);
     for (let i = 0; i < 3; i++) {
-      const r = await service.review(job, registry, undefined);
+      const r = await service.review(job, piReviewerModels(registry), undefined);
       assert.equal(r.kind === "failure" && r.failure, "malformed");
     }
     assert.equal(service.breaker().tripped, "consecutive");

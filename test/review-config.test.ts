@@ -9,6 +9,7 @@ import { loadPolicyConfig } from "../src/policy/config/load.ts";
 import type { TokenBudget } from "../src/review/budget.ts";
 import { createReviewService } from "../src/review/service.ts";
 import { action, fauxRegistry, JUDGE, tempAgentDir } from "./helpers/review-fixtures.ts";
+import { piReviewerModels } from "../src/tools/reviewer-models.ts";
 
 function configIn(user: unknown, project?: unknown) {
   const agentDir = tempAgentDir();
@@ -43,8 +44,8 @@ describe("reviewer limits in the user configuration", () => {
     faux.setResponses([]);
     const service = createReviewService();
     const a = action("bash", { command: `echo ${"z".repeat(3000)} > build/out` });
-    const defaultRun = service.review({ action: a, transcript: [], reviewer: JUDGE }, registry, undefined);
-    const small = await service.review({ action: a, transcript: [], reviewer: JUDGE }, registry, undefined, { budget: 2048 as TokenBudget });
+    const defaultRun = service.review({ action: a, transcript: [], reviewer: JUDGE }, piReviewerModels(registry), undefined);
+    const small = await service.review({ action: a, transcript: [], reviewer: JUDGE }, piReviewerModels(registry), undefined, { budget: 2048 as TokenBudget });
     assert.equal(small.kind === "failure" && small.failure, "over-budget");
     // With the default 8,192 the same action fits and reaches the (empty) faux queue.
     const res = await defaultRun;

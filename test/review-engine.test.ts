@@ -10,6 +10,7 @@ import { failureDenialText, verdictDenialText } from "../src/review/failure.ts";
 import { SCHEMA_REMINDER } from "../src/review/prompt.ts";
 import { THINKING_LEVELS, type FailureClass, type ReviewResult } from "../src/review/types.ts";
 import { action, fauxRegistry, JUDGE, makeRegistry, tempAgentDir, userText, VERDICT } from "./helpers/review-fixtures.ts";
+import { piReviewerModels } from "../src/tools/reviewer-models.ts";
 
 const FAST: EngineLimits = { ...DEFAULT_LIMITS, retryBaseMs: 1 };
 const job = (reviewer = JUDGE) => ({ action: action("bash", { command: "rm -rf build/cache" }), transcript: [{ kind: "user" as const, text: "clear build/cache" }], reviewer });
@@ -23,7 +24,7 @@ describe("P5: the verdict matrix through the faux provider", () => {
   test("a valid allow is a verdict after one call, with the model's usage", async () => {
     const { registry, faux } = await fauxRegistry();
     faux.setResponses([fauxAssistantMessage(VERDICT.allow)]);
-    const r = await runReview(job(), registry, FAST);
+    const r = await runReview(job(), piReviewerModels(registry), FAST);
     assert.equal(r.kind, "verdict");
     assert.equal(r.kind === "verdict" && r.verdict.outcome, "allow");
     assert.equal(r.attempts, 1);
@@ -34,7 +35,7 @@ describe("P5: the verdict matrix through the faux provider", () => {
   test("a valid deny is final: never retried", async () => {
     const { registry, faux } = await fauxRegistry();
     faux.setResponses([fauxAssistantMessage(VERDICT.deny), fauxAssistantMessage(VERDICT.allow)]);
-    const r = await runReview(job(), registry, FAST);
+    const r = await runReview(job(), piReviewerModels(registry), FAST);
     assert.equal(r.kind === "verdict" && r.verdict.outcome, "deny");
     assert.equal(faux.state.callCount, 1);
     assert.match(verdictDenialText(r.kind === "verdict" ? r.verdict : (undefined as never)), /never asked to delete/);
@@ -43,7 +44,7 @@ describe("P5: the verdict matrix through the faux provider", () => {
   test("thinking blocks are ignored; only the text is the verdict", async () => {
     const { registry, faux } = await fauxRegistry();
     faux.setResponses([fauxAssistantMessage([fauxThinking("let me think"), fauxText(VERDICT.allow)])]);
-    const r = await runReview(job(), registry, FAST);
+    const r = await runReview(job(), piReviewerModels(registry), FAST);
     assert.equal(r.kind, "verdict");
   });
 
@@ -54,7 +55,7 @@ describe("P5: the verdict matrix through the faux provider", () => {
       (ctx: Context) => (seen.push(userText(ctx)), fauxAssistantMessage("Sure! ```json\n" + VERDICT.allow + "\n```")),
       (ctx: Context) => (seen.push(userText(ctx)), fauxAssistantMessage(VERDICT.allow)),
     ]);
-    const r = await runReview(job(), registry, FAST);
+    const r = await runReview(job(), piReviewerModels(registry), FAST);
     assert.equal(r.kind, "verdict");
     assert.equal(r.attempts, 2);
     assert.equal(seen[0]!.includes(SCHEMA_REMINDER), false);
@@ -70,7 +71,7 @@ describe("P5: the verdict matrix through the faux provider", () => {
     test(`out of format twice (${name}): malformed, two calls, denied with the out-of-format text`, async () => {
       const { registry, faux } = await fauxRegistry();
       faux.setResponses([fauxAssistantMessage(reply), fauxAssistantMessage(reply), fauxAssistantMessage(VERDICT.allow)]);
-      const r = await runReview(job(), registry, FAST);
+      const r = await runReview(job(), piReviewerModels(registry), FAST);
       assert.equal(failureOf(r), "malformed");
       assert.equal(faux.state.callCount, 2, "only one format retry");
       assert.match(failureDenialText("malformed"), /out of format/);
@@ -81,7 +82,7 @@ describe("P5: the verdict matrix through the faux provider", () => {
   test("an output-length stop is malformed and not retried", async () => {
     const { registry, faux } = await fauxRegistry();
     faux.setResponses([fauxAssistantMessage('{"risk_level":"low"', { stopReason: "length" }), fauxAssistantMessage(VERDICT.allow)]);
-    const r = await runReview(job(), registry, FAST);
+    const r = await runReview(job(), piReviewerModels(registry), FAST);
     assert.equal(failureOf(r), "malformed");
     assert.equal(faux.state.callCount, 1);
   });
@@ -96,14 +97,14 @@ describe("P5: the verdict matrix through the faux provider", () => {
     test(`${name}: retried, and a later allow is used`, async () => {
       const { registry, faux } = await fauxRegistry();
       faux.setResponses([err(message), fauxAssistantMessage(VERDICT.allow)]);
-      const r = await runReview(job(), registry, FAST);
+      const r = await runReview(job(), piReviewerModels(registry), FAST);
       assert.equal(r.kind, "verdict");
       assert.equal(r.attempts, 2);
     });
     test(`${name}: at most 3 attempts, then ${cls}`, async () => {
       const { registry, faux } = await fauxRegistry();
       faux.setResponses([err(message), err(message), err(message), fauxAssistantMessage(VERDICT.allow)]);
-      const r = await runReview(job(), registry, FAST);
+      const r = await runReview(job(), piReviewerModels(registry), FAST);
       assert.equal(failureOf(r), cls);
       assert.equal(faux.state.callCount, 3);
     });
@@ -120,7 +121,7 @@ describe("P5: the verdict matrix through the faux provider", () => {
     test(`${name}: never retried, ${cls}`, async () => {
       const { registry, faux } = await fauxRegistry();
       faux.setResponses([err(message), fauxAssistantMessage(VERDICT.allow)]);
-      const r = await runReview(job(), registry, FAST);
+      const r = await runReview(job(), piReviewerModels(registry), FAST);
       assert.equal(failureOf(r), cls);
       assert.equal(faux.state.callCount, 1);
       assert.equal(r.kind === "failure" && failureDenialText(r.failure).includes(message), false, "provider text never reaches the model");
@@ -130,7 +131,7 @@ describe("P5: the verdict matrix through the faux provider", () => {
   test("a failure's usage still counts", async () => {
     const { registry, faux } = await fauxRegistry();
     faux.setResponses([fauxAssistantMessage("nope"), fauxAssistantMessage("nope")]);
-    const r = await runReview(job(), registry, FAST);
+    const r = await runReview(job(), piReviewerModels(registry), FAST);
     assert.equal(r.kind, "failure");
     assert.ok(r.usage.input > 0);
   });
@@ -139,20 +140,20 @@ describe("P5: the verdict matrix through the faux provider", () => {
 describe("P5: resolution, auth and configuration fail closed without calling a model", () => {
   test("no reviewer configured", async () => {
     const { registry, faux } = await fauxRegistry();
-    const r = await runReview({ ...job(), reviewer: undefined }, registry, FAST);
+    const r = await runReview({ ...job(), reviewer: undefined }, piReviewerModels(registry), FAST);
     assert.equal(failureOf(r), "not-configured");
     assert.equal(faux.state.callCount, 0);
   });
 
   test("a model the registry does not know", async () => {
     const { registry } = await fauxRegistry();
-    const r = await runReview(job({ provider: "judge", model: "nope", thinking: "off" }), registry, FAST);
+    const r = await runReview(job({ provider: "judge", model: "nope", thinking: "off" }), piReviewerModels(registry), FAST);
     assert.equal(failureOf(r), "model-unavailable");
   });
 
   test("a thinking level the model does not support", async () => {
     const { registry, faux } = await fauxRegistry();
-    const r = await runReview(job({ provider: "judge", model: "judge-1", thinking: "high" }), registry, FAST);
+    const r = await runReview(job({ provider: "judge", model: "judge-1", thinking: "high" }), piReviewerModels(registry), FAST);
     assert.equal(failureOf(r), "model-unavailable");
     assert.equal(faux.state.callCount, 0);
   });
@@ -161,7 +162,7 @@ describe("P5: resolution, auth and configuration fail closed without calling a m
     const { registry, faux } = await fauxRegistry();
     let reasoning: unknown;
     faux.setResponses([(_ctx, options) => ((reasoning = options?.reasoning), fauxAssistantMessage(VERDICT.allow))]);
-    const r = await runReview(job({ provider: "judge", model: "thinker", thinking: "low" }), registry, FAST);
+    const r = await runReview(job({ provider: "judge", model: "thinker", thinking: "low" }), piReviewerModels(registry), FAST);
     assert.equal(r.kind, "verdict");
     assert.equal(reasoning, "low");
     assert.deepEqual([...THINKING_LEVELS], ["off", "minimal", "low", "medium", "high", "xhigh", "max"]);
@@ -170,7 +171,7 @@ describe("P5: resolution, auth and configuration fail closed without calling a m
   test("a provider without credentials", async () => {
     const agentDir = tempAgentDir();
     const { registry } = await makeRegistry(agentDir, { providers: { keyless: { baseUrl: "http://127.0.0.1:9/v1", api: "openai-completions", models: [{ id: "m" }] } } });
-    const r = await runReview(job({ provider: "keyless", model: "m", thinking: "off" }), registry, FAST);
+    const r = await runReview(job({ provider: "keyless", model: "m", thinking: "off" }), piReviewerModels(registry), FAST);
     assert.equal(failureOf(r), "auth");
     assert.equal(r.attempts, 0);
   });
@@ -181,7 +182,7 @@ describe("P13: the aggregate deadline and aborts", () => {
     const { registry, faux } = await fauxRegistry({ tokensPerSecond: 5 });
     faux.setResponses([fauxAssistantMessage(VERDICT.allow)]);
     const t0 = Date.now();
-    const r = await runReview(job(), registry, { ...FAST, deadlineMs: 200 });
+    const r = await runReview(job(), piReviewerModels(registry), { ...FAST, deadlineMs: 200 });
     assert.equal(failureOf(r), "timeout");
     assert.ok(Date.now() - t0 < 2000, "the deadline fired, not the stream's end");
     assert.match(failureDenialText("timeout"), /did not answer in time/);
@@ -190,7 +191,7 @@ describe("P13: the aggregate deadline and aborts", () => {
   test("the deadline covers the waits between attempts", async () => {
     const { registry, faux } = await fauxRegistry();
     faux.setResponses([err("503 Service Unavailable"), err("503 Service Unavailable"), fauxAssistantMessage(VERDICT.allow)]);
-    const r = await runReview(job(), registry, { ...FAST, retryBaseMs: 400, deadlineMs: 500 });
+    const r = await runReview(job(), piReviewerModels(registry), { ...FAST, retryBaseMs: 400, deadlineMs: 500 });
     assert.equal(failureOf(r), "provider-error");
     assert.ok(r.durationMs < 500);
     assert.equal(faux.state.callCount, 2, "the second wait would pass the deadline: no third call");
@@ -201,7 +202,7 @@ describe("P13: the aggregate deadline and aborts", () => {
     faux.setResponses([fauxAssistantMessage(VERDICT.allow), fauxAssistantMessage(VERDICT.allow)]);
     const ctl = new AbortController();
     setTimeout(() => ctl.abort("mode changed"), 50);
-    const r = await runReview(job(), registry, FAST, ctl.signal);
+    const r = await runReview(job(), piReviewerModels(registry), FAST, ctl.signal);
     assert.equal(failureOf(r), "aborted");
     assert.equal(faux.state.callCount, 1);
   });
@@ -210,7 +211,7 @@ describe("P13: the aggregate deadline and aborts", () => {
     const { registry, faux } = await fauxRegistry();
     const ctl = new AbortController();
     ctl.abort("esc");
-    const r = await runReview(job(), registry, FAST, ctl.signal);
+    const r = await runReview(job(), piReviewerModels(registry), FAST, ctl.signal);
     assert.equal(failureOf(r), "aborted");
     assert.equal(faux.state.callCount, 0);
   });

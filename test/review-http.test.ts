@@ -11,6 +11,7 @@ import { REVIEWER_SYSTEM_PROMPT } from "../src/review/prompt.ts";
 import type { FailureClass, ReviewResult } from "../src/review/types.ts";
 import type { Step } from "./helpers/openai-loopback.ts";
 import { action, useLoopbackRegistry, VERDICT } from "./helpers/review-fixtures.ts";
+import { piReviewerModels } from "../src/tools/reviewer-models.ts";
 
 const env = useLoopbackRegistry();
 
@@ -21,7 +22,7 @@ async function review(steps: readonly Step[], limits: Partial<EngineLimits> = {}
   env.lb.script(steps);
   const n0 = env.lb.received.length;
   const t0 = Date.now();
-  const r = await runReview(job(), env.reg.registry, { ...LIMITS, ...limits });
+  const r = await runReview(job(), piReviewerModels(env.reg.registry), { ...LIMITS, ...limits });
   return { r, calls: env.lb.received.length - n0, ms: Date.now() - t0 };
 }
 

@@ -11,6 +11,7 @@ import { buildReviewInput, INPUT_BOUNDS } from "../src/review/input.ts";
 import { INPUT_PREFACE, REVIEWER_SYSTEM_PROMPT, SCHEMA_REMINDER } from "../src/review/prompt.ts";
 import { transcriptFromEntries, type TranscriptItem } from "../src/review/transcript.ts";
 import { action, fauxRegistry, JUDGE, VERDICT } from "./helpers/review-fixtures.ts";
+import { piReviewerModels } from "../src/tools/reviewer-models.ts";
 
 function doc(user: string): Record<string, unknown> {
   assert.ok(user.startsWith(INPUT_PREFACE + "\n"));
@@ -197,7 +198,7 @@ describe("P13: the input budget", () => {
     assert.ok(!r.ok && r.mandatoryTokens > 8192);
     const { registry, faux } = await fauxRegistry();
     faux.setResponses([]);
-    const res = await runReview({ action: a, transcript: [user("write it")], reviewer: JUDGE }, registry);
+    const res = await runReview({ action: a, transcript: [user("write it")], reviewer: JUDGE }, piReviewerModels(registry));
     assert.equal(res.kind, "failure");
     assert.equal(res.kind === "failure" && res.failure, "over-budget");
     assert.equal(faux.state.callCount, 0, "the reviewer model was not called");

@@ -8,6 +8,7 @@ import { DEFAULT_LIMITS, runReview } from "../src/review/engine.ts";
 import { verdictDenialText } from "../src/review/failure.ts";
 import type { TranscriptItem } from "../src/review/transcript.ts";
 import { action, useLoopbackRegistry, VERDICT } from "./helpers/review-fixtures.ts";
+import { piReviewerModels } from "../src/tools/reviewer-models.ts";
 
 const env = useLoopbackRegistry();
 
@@ -47,7 +48,7 @@ describe("P11: no secret reaches the reviewer's server", () => {
     env.lb.script([{ kind: "verdict", text: VERDICT.deny }]);
     const r = await runReview(
       { action: action("bash", { command }), transcript, reviewer: { provider: "loop", model: "judge", thinking: "off" } },
-      env.reg.registry,
+      piReviewerModels(env.reg.registry),
       { ...DEFAULT_LIMITS, deadlineMs: 5000 },
     );
     assert.equal(r.kind, "verdict");

@@ -9,7 +9,8 @@ import { homedir } from "node:os";
 import type { Backend, Decision } from "../policy/types.ts";
 import type { CanonicalRequest } from "../request/canonical.ts";
 import { checkBudget, DEFAULT_BUDGET, type TokenBudget } from "../review/budget.ts";
-import type { ReviewerModels } from "../review/engine.ts";
+import type { ReviewerModels } from "../review/models.ts";
+import { piReviewerModels } from "../tools/reviewer-models.ts";
 import type { TranscriptItem } from "../review/transcript.ts";
 import { addUsage, reviewerLabel, ZERO_USAGE, type FailureClass, type ReviewerId, type ReviewUsage, type Verdict } from "../review/types.ts";
 import type { ParsedArgs } from "./args.ts";
@@ -100,13 +101,13 @@ export async function openReviewer(command: string, env: NodeJS.ProcessEnv, opti
     const { validateReviewer } = await import("../commands/reviewer.ts");
     const v = await validateReviewer(registry, options.reviewer.provider, options.reviewer.model, options.reviewer.thinking);
     if (!v.ok) throw new CliError(`${command}: --reviewer: ${v.message}`);
-    return { models: registry, reviewer: v.reviewer, missing: undefined, agentDir, options };
+    return { models: piReviewerModels(registry), reviewer: v.reviewer, missing: undefined, agentDir, options };
   }
   const { processGlobalState } = await import("../state/global.ts");
   const r = await processGlobalState(agentDir).read();
-  if (r.kind === "fault") return { models: registry, reviewer: undefined, missing: `auto mode's global state in ${agentDir} is damaged (${r.fault.detail})`, agentDir, options };
-  if (!r.snapshot.reviewer) return { models: registry, reviewer: undefined, missing: `no reviewer is configured in ${agentDir} (use /perm-auto-model in Pi, or --reviewer)`, agentDir, options };
-  return { models: registry, reviewer: r.snapshot.reviewer, missing: undefined, agentDir, options };
+  if (r.kind === "fault") return { models: piReviewerModels(registry), reviewer: undefined, missing: `auto mode's global state in ${agentDir} is damaged (${r.fault.detail})`, agentDir, options };
+  if (!r.snapshot.reviewer) return { models: piReviewerModels(registry), reviewer: undefined, missing: `no reviewer is configured in ${agentDir} (use /perm-auto-model in Pi, or --reviewer)`, agentDir, options };
+  return { models: piReviewerModels(registry), reviewer: r.snapshot.reviewer, missing: undefined, agentDir, options };
 }
 
 export interface ReviewReport {

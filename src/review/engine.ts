@@ -12,21 +12,15 @@
 // adapters accept, so the decision to retry rests on what actually happened on the wire, not on
 // the wording of an error message. Adapters that do not use `fetch` fall back to the message.
 
-import { getSupportedThinkingLevels, type Api, type AssistantMessage, type Context, type Model, type SimpleStreamOptions, type ThinkingLevel as PiThinkingLevel } from "@earendil-works/pi-ai";
 import { redact } from "../request/redact.ts";
 import { clipHead, DEFAULT_BUDGET, type TokenBudget } from "./budget.ts";
 import { buildReviewInput, type ActionForReview } from "./input.ts";
+import type { ReviewerModels } from "./models.ts";
 import type { TranscriptItem } from "./transcript.ts";
 import { parseVerdict } from "./verdict.ts";
 import { addUsage, ZERO_USAGE, type FailureClass, type ReviewerId, type ReviewResult, type ReviewUsage, type ThinkingLevel } from "./types.ts";
 
-/** The part of Pi's ModelRegistry (ctx.modelRegistry) the engine uses. */
-export interface ReviewerModels {
-  find(provider: string, modelId: string): Model<Api> | undefined;
-  /** Resolves to undefined when the provider has no usable credentials. */
-  getProviderAuth(provider: string): Promise<unknown>;
-  streamSimple(model: Model<Api>, context: Context, options?: SimpleStreamOptions): { result(): Promise<AssistantMessage> };
-}
+export type { ReviewerModels } from "./models.ts";
 
 export interface EngineLimits {
   readonly budget: TokenBudget;
@@ -228,7 +222,7 @@ export async function runReview(job: ReviewJob, models: ReviewerModels, limits: 
 
     const model = models.find(reviewer.provider, reviewer.model);
     if (!model) return fail("model-unavailable", `model ${reviewer.provider}/${reviewer.model} is not in Pi's model registry`);
-    const levels: readonly string[] = getSupportedThinkingLevels(model);
+    const levels = model.thinkingLevels;
     if (!levels.includes(reviewer.thinking)) return fail("model-unavailable", `thinking level ${reviewer.thinking} is not supported by ${reviewer.provider}/${reviewer.model} (supported: ${levels.join(", ")})`);
     const auth = await bounded(models.getProviderAuth(reviewer.provider));
     if (auth === ABORTED) return stopped();
@@ -240,24 +234,23 @@ export async function runReview(job: ReviewJob, models: ReviewerModels, limits: 
       if (ctl.signal.aborted) return stopped();
       attempts++;
       const obs: HttpObservation = { requested: false, status: undefined, retryAfterMs: undefined, transportError: false };
-      const context: Context = { systemPrompt: input.systemPrompt, messages: [{ role: "user", content: formatRetry ? input.retryUser : input.user, timestamp: clock.now() }] };
-      const options: SimpleStreamOptions = {
+      const call = {
+        systemPrompt: input.systemPrompt,
+        user: formatRetry ? input.retryUser : input.user,
+        timestamp: clock.now(),
         signal: ctl.signal,
         maxTokens: OUTPUT_TOKENS[reviewer.thinking],
-        // pi-ai must not retry on its own: every attempt counts against our bound.
-        maxRetries: 0,
         // The SDK's own timer stays behind ours, so a deadline reads as a timeout, not an error.
         timeoutMs: Math.max(1, deadlineAt - clock.now()) + 1000,
         fetch: observingFetch(obs, clock),
-        ...(reviewer.thinking === "off" ? {} : { reasoning: reviewer.thinking as PiThinkingLevel }),
+        ...(reviewer.thinking === "off" ? {} : { reasoning: reviewer.thinking }),
       };
-      const msg = await bounded(Promise.resolve().then(() => models.streamSimple(model, context, options).result()));
+      const msg = await bounded(Promise.resolve().then(() => models.complete(model, call)));
       if (msg === ABORTED) return stopped();
       usage = addUsage(usage, msg.usage);
       if (ctl.signal.aborted) return stopped();
       if (msg.stopReason === "stop") {
-        const text = msg.content.flatMap((c) => (c.type === "text" ? [c.text] : [])).join("");
-        const parsed = parseVerdict(text);
+        const parsed = parseVerdict(msg.text);
         if (parsed.ok) return { kind: "verdict", verdict: parsed.verdict, reviewer, usage, attempts, inputTokens, durationMs: clock.now() - started };
         if (!formatRetry && attempts < limits.maxAttempts) {
           formatRetry = true;

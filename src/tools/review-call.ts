@@ -17,6 +17,7 @@ import type { ReviewService } from "../review/service.ts";
 import { transcriptFromEntries } from "../review/transcript.ts";
 import { ZERO_USAGE, type FailureClass, type ReviewerId, type ReviewUsage, type Verdict } from "../review/types.ts";
 import type { UsageLedger } from "../review/usage-ledger.ts";
+import { piReviewerModels } from "./reviewer-models.ts";
 import { readEnabled, readRevision } from "../state/global.ts";
 import type { RuntimeState } from "../state/runtime-state.ts";
 
@@ -82,7 +83,7 @@ export function createReviewHook(deps: ReviewHookDeps): ReviewHook {
       },
       {
         service: deps.service,
-        models: ctx.modelRegistry,
+        models: piReviewerModels(ctx.modelRegistry),
         signal: ctx.signal,
         status,
         ...(limits ? { limits } : {}),
