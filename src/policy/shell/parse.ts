@@ -307,6 +307,36 @@ class Suspects {
   readonly quoted: number[] = [];
   readonly textSpans: number[] = [];
 
+  /** The spans of a node that may hold a suspect position. */
+  note(n: SyntaxNode): void {
+    switch (n.type) {
+      case "Word":
+        // A plain word reads its continuations as bash does, but one that ends it may join it to what follows.
+        if (!n.parts) this.joinSafe.push(n.pos, n.end - 2), this.textSpans.push(n.pos, n.end);
+        break;
+      case "Literal":
+        // Inside a literal piece unbash joins a continuation as bash does; at its edge the piece
+        // may end an expansion's name (`$GITHUB_TO\<newline>KEN`).
+        this.joinSafe.push(n.pos + 1, n.end - 2), this.textSpans.push(n.pos, n.end);
+        break;
+      case "SingleQuoted":
+        this.quoted.push(n.pos, n.end), this.textSpans.push(n.pos, n.end);
+        break;
+      case "AnsiCQuoted":
+        this.textSpans.push(n.pos, n.end);
+        break;
+      case "HereDoc":
+        // A body without expansions is read by hereDocText, with its continuations.
+        if (!n.body.parts) {
+          this.textSpans.push(n.body.pos, n.body.end);
+          (n.delimiter?.quoted ? this.quoted : this.joinSafe).push(n.body.pos, n.body.end);
+        }
+        break;
+      default:
+        break;
+    }
+  }
+
   static of(text: string): Suspects | undefined {
     if (!text.includes("\n")) return undefined;
     const s = new Suspects();
@@ -462,8 +492,9 @@ function statementStart(root: ParsedScript, p: number): number {
   return p;
 }
 
+const fail = (reason: string, at?: number): Failure => ({ ok: false, reason, at });
+
 function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok: true }> | Failure {
-  const fail = (reason: string, at?: number): Failure => ({ ok: false, reason, at });
   if (src.includes("\0")) return fail("command contains a NUL byte");
   if (Buffer.byteLength(src, "utf8") > MAX_SHELL_BYTES) return fail(`command longer than ${MAX_SHELL_BYTES} bytes`);
   const nesting = substitutionNesting(src);
@@ -540,7 +571,10 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
       // Inside a function body $1 is the function's own argument.
       scope.positionalVisible = frame.inFunction === undefined;
       let child: Frame = frame;
-      const sus = suspects?.get(frame.text);
+      if (suspects !== undefined) {
+        const sus = suspects.get(frame.text);
+        if (sus) sus.note(n);
+      }
       switch (n.type) {
         case "Script":
           if ("errors" in n && n.errors?.length) {
@@ -612,8 +646,6 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
           break;
         }
         case "Word": {
-          // A plain word reads its continuations as bash does, but one that ends it may join it to what follows.
-          if (sus && !n.parts) sus.joinSafe.push(n.pos, n.end - 2), sus.textSpans.push(n.pos, n.end);
           // A command's own words were just read: the same reading, unless a variable changed since.
           const seen = read.get(n);
           words.push(seen && seen.version === scope.version && seen.visible === scope.positionalVisible ? seen.arg : wordArg(n, scope));
@@ -668,22 +700,6 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
         case "AnsiCQuoted":
           // bash keeps a backslash-newline inside $'...'; unbash drops it.
           if (n.text.includes("\\\n")) error = `a line continuation inside $'...' at offset ${n.pos}`;
-          if (sus) sus.textSpans.push(n.pos, n.end);
-          break;
-        case "SingleQuoted":
-          if (sus) sus.quoted.push(n.pos, n.end), sus.textSpans.push(n.pos, n.end);
-          break;
-        case "Literal":
-          // Inside a literal piece unbash joins a continuation as bash does; at its edge the piece
-          // may end an expansion's name (`$GITHUB_TO\<newline>KEN`).
-          if (sus) sus.joinSafe.push(n.pos + 1, n.end - 2), sus.textSpans.push(n.pos, n.end);
-          break;
-        case "HereDoc":
-          // A body without expansions is read here (hereDocText), with its continuations.
-          if (sus && !n.body.parts) {
-            sus.textSpans.push(n.body.pos, n.body.end);
-            (n.delimiter?.quoted ? sus.quoted : sus.joinSafe).push(n.body.pos, n.body.end);
-          }
           break;
         default:
           break;
