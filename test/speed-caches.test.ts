@@ -13,7 +13,7 @@ import { evalSetup } from "../src/eval/score.ts";
 import { buildEvalWorkspace, type EvalWorkspace } from "../src/eval/workspace.ts";
 import { decide, prepareGate } from "../src/policy/gate.ts";
 import { analyzeShell } from "../src/policy/shell/analyze.ts";
-import { settled } from "../src/policy/stamps.ts";
+import { settled } from "../src/request/stamps.ts";
 
 let w: EvalWorkspace;
 beforeEach(() => {

@@ -13,7 +13,7 @@ import { judge, type JudgeContext, type Judgement } from "./judge.ts";
 import { buildPlaces, type Places } from "./places.ts";
 import { route } from "./route.ts";
 import { repositoryFacts, type RepositoryFacts, type ShellEnv } from "./shell/env.ts";
-import { lstatOrUndefined, settled, StampBook, stampOf, unchanged, type Dependency } from "./stamps.ts";
+import { lstatOrUndefined, settled, StampBook, stampOf, unchanged, type Dependency } from "../request/stamps.ts";
 import { decision, type Backend, type Decision } from "./types.ts";
 
 export interface GateSetup {

@@ -9,7 +9,7 @@
 import { existsSync, lstatSync, readdirSync, readlinkSync, realpathSync, Stats } from "node:fs";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { fullStamp, hasStamp, settled, type Stamp } from "../policy/stamps.ts";
+import { fullStamp, hasStamp, settled, type Stamp } from "./stamps.ts";
 
 const UNICODE_SPACES = /[\u00A0\u2000-\u200A\u202F\u205F\u3000]/g;
 const MAX_SYMLINK_HOPS = 40;

@@ -1,7 +1,6 @@
 // What the tool-call gate needs from the sandbox, in two calls: judge an escalation request, and
 // record where an admitted bash call runs. Kept here so the gate stays a short list of steps.
 
-import type { ExtensionContext, ToolCallEvent } from "@earendil-works/pi-coding-agent";
 import type { GateContext, GateResult } from "../policy/gate.ts";
 import type { Backend } from "../policy/types.ts";
 import type { EffectiveMode } from "../state/effective.ts";
@@ -9,6 +8,19 @@ import type { AdmissionBook, HostReason } from "./admission.ts";
 import type { WorkspaceAccess } from "./types.ts";
 import { escalationAsk, reviewEscalation, type EscalationReviewer } from "./escalation.ts";
 import { DENIAL_HEAD as HEAD, denialBody } from "../policy/denial.ts";
+
+/** The tool call as the link needs it (Pi's ToolCallEvent has this shape). */
+export interface LinkedCall {
+  readonly toolCallId: string;
+  readonly toolName: string;
+  readonly input: unknown;
+}
+
+/** Where the call happens (Pi's ExtensionContext has this shape). */
+export interface LinkedContext {
+  readonly cwd: string;
+  readonly signal?: AbortSignal | undefined;
+}
 
 /** What finally happens to a bash call the gate let through. */
 export type Passed = "allowed" | "sandboxed";
@@ -25,15 +37,15 @@ export interface SandboxGateLink {
    * outcome. Undefined for every other call, which then goes the ordinary way.
    */
   escalation(call: {
-    event: ToolCallEvent;
-    ctx: ExtensionContext;
+    event: LinkedCall;
+    ctx: LinkedContext;
     result: GateResult;
     mode: EffectiveMode;
     /** The reviewer for this very call (it needs the call's context); the link's default otherwise. */
     reviewer?: EscalationReviewer;
   }): Promise<EscalationOutcome | undefined>;
   /** Record where an admitted call runs. Non-bash calls are ignored. */
-  admit(call: { event: ToolCallEvent; passed: Passed; mode: EffectiveMode | "off"; gate?: GateContext; backend: Backend; escalated?: boolean; workspace?: WorkspaceAccess }): void;
+  admit(call: { event: LinkedCall; passed: Passed; mode: EffectiveMode | "off"; gate?: GateContext; backend: Backend; escalated?: boolean; workspace?: WorkspaceAccess }): void;
 }
 
 /** Modes in which the gate judges calls; an escalation there needs its own review. */

@@ -11,7 +11,7 @@ import { ProjectConfigSchema, UserConfigSchema, type ProjectConfig, type RuleSpe
 import { PROJECT_CONFIG_FILE, USER_CONFIG_FILE } from "./files.ts";
 import { compileRule, type CompiledRule, type RuleOrigin } from "../rules.ts";
 import { DEFAULT_UNDO_BOUNDS, type UndoBounds } from "./undo-bounds.ts";
-import { absenceOf, fullStamp, sameStamp, settled, type Absence, type Stamp, type StampBook } from "../stamps.ts";
+import { absenceOf, fullStamp, sameStamp, settled, type Absence, type Stamp, type StampBook } from "../../request/stamps.ts";
 
 export { PROJECT_CONFIG_FILE, USER_CONFIG_FILE };
 

@@ -16,7 +16,7 @@ import {
 import pathData from "../data/paths.json" with { type: "json" };
 import commandData from "../data/commands.json" with { type: "json" };
 import { finding, strictest, type Finding } from "./finding.ts";
-import { settled, stampOf, unchanged, type Dependency, type StampBook } from "../stamps.ts";
+import { settled, stampOf, unchanged, type Dependency, type StampBook } from "../../request/stamps.ts";
 import type { Arg, SimpleCommand } from "./parse.ts";
 
 export interface ShellEnv {
