@@ -234,6 +234,16 @@ const HOSTILE: readonly string[] = [
   "a.b=c",
   "a[x y]=1",
   "x=1 if true; then :; fi",
+  // quoted strings bash reads again as names or expressions, running a substitution in a subscript
+  "let 'a[$(rm -rf /)]=1'",
+  "declare 'a[$(rm -rf ~)]=1'",
+  "test -v 'a[$(rm -rf ~)]'",
+  "printf -v 'a[$(rm -rf ~)]' x",
+  "x='a[$(rm -rf ~)]'; echo $((x))",
+  "(( 'a[$(rm -rf ~)]' ))",
+  "echo ${a['$(rm -rf ~)']}",
+  "a=(['$(rm -rf ~)']=1)",
+  "echo '$(rm -rf /)' \\$(id)",
   // trailing backslash (bash -c keeps it literally)
   "echo a\\",
 ];

@@ -275,6 +275,16 @@ const DIFFERENTIAL_ERRORS: ReadonlyArray<readonly [string, string]> = [
   // shopt -s expand_aliases).
   ["alias-definition", "alias x='rm -rf /'\nx"],
   ["alias-dynamic", 'alias "$A"'],
+  // A quoted string bash later reads as a name or an expression: it runs a substitution in a subscript.
+  ["subscript-let", "let 'a[$(rm -rf /)]=1'"],
+  ["subscript-declare", "declare 'a[$(rm -rf ~)]=1'"],
+  ["subscript-test-v", "[[ -v 'a[$(rm -rf ~)]' ]]"],
+  ["subscript-read", "read 'a[`rm -rf ~`]' </dev/null"],
+  ["subscript-via-variable", "x='a[$(rm -rf ~)]'; echo $((x))"],
+  ["subscript-array-element", "a=(['$(rm -rf ~)']=1)"],
+  ["subscript-assignment-index", "a['$(rm -rf ~)']=1"],
+  ["subscript-expansion-index", "echo ${a['$(rm -rf ~)']}"],
+  ["arithmetic-quoted-subst", "(( 'a[$(rm -rf ~)]' ))"],
 ];
 
 describe("shell extraction: parser differentials fail closed", () => {
@@ -346,6 +356,8 @@ describe("shell extraction: parser differentials fail closed", () => {
       "alias; alias ll",
       "ls 2147483647>f",
       "echo a\\\\\nls",
+      'echo $(( $(wc -l < "$f") + 1 )) ${a[$i]} ${a[$(id)]}',
+      "echo '$(rm -rf /)' 'a[x]'",
     ]) {
       const ex = extract(src);
       assert.ok(ex.ok, `${JSON.stringify(src)}: ${ex.ok ? "" : ex.reason}`);

@@ -369,6 +369,31 @@ class Suspects {
 
 const LINE_SEPARATOR = /\n[ \t]*(?:;(?![;&])|&(?![&>]))/g;
 
+/**
+ * A subscript holding a command substitution, in text bash reads as a variable name or an
+ * expression when it runs (`declare 'a[$(id)]=1'`, `test -v`, `read`, `printf -v`, `let`,
+ * `x='a[$(id)]'; echo $((x))`): bash runs the substitution, though the gate reads a quoted string.
+ */
+const SUBSCRIPT_CODE = /\[[^\]]*(?:\$\(|`)/;
+
+/**
+ * Quoted text with a command substitution in arithmetic or a subscript (`(( 'a[$(id)]' ))`,
+ * `${a['$(id)']}`, `a['$(id)']=1`): bash expands it there, quotes or not. Substitutions the parser
+ * saw as such are read anyway; only literal text holding one counts.
+ */
+function quotedCodeBelow(root: SyntaxNode): boolean {
+  const stack: SyntaxNode[] = [root];
+  const push = (c: SyntaxNode) => {
+    if (c.type !== "CommandExpansion" && c.type !== "ProcessSubstitution") stack.push(c);
+  };
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if ((n.type === "SingleQuoted" || n.type === "Literal") && (n.value.includes("$(") || n.value.includes("`"))) return true;
+    forEachChild(n, push);
+  }
+  return false;
+}
+
 const NO_REDIRS: readonly Redir[] = [];
 const NEVER = () => false;
 const ALWAYS = () => true;
@@ -648,13 +673,17 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
         case "Word": {
           // A command's own words were just read: the same reading, unless a variable changed since.
           const seen = read.get(n);
-          words.push(seen && seen.version === scope.version && seen.visible === scope.positionalVisible ? seen.arg : wordArg(n, scope));
+          const arg = seen && seen.version === scope.version && seen.visible === scope.positionalVisible ? seen.arg : wordArg(n, scope);
+          words.push(arg);
+          if (arg.value !== null && arg.value.includes("[") && SUBSCRIPT_CODE.test(arg.value))
+            error = `a subscript with a command substitution in ${JSON.stringify(arg.value.slice(0, 40))}: bash runs it where the text is used as a name or in arithmetic`;
           break;
         }
         case "SimpleExpansion":
           expansions.push(n.text.slice(1));
           break;
         case "ParameterExpansion":
+          if (n.index && quotedCodeBelow(n.index)) error = `a quoted command substitution in the subscript of ${JSON.stringify(n.text.slice(0, 40))}: bash runs it`;
           expansions.push(n.parameter);
           if (n.operation?.type === "Default" && (n.operation.operator === "=" || n.operation.operator === ":=")) scope.forget(n.parameter);
           break;
@@ -672,8 +701,12 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
         case "ArithmeticFor":
         case "ArithmeticExpansion":
           // `(( x = 1 ))`, `$(( i++ ))`: arithmetic may assign any variable.
-          if (n.type === "ArithmeticFor" || /[^=!<>]=(?!=)|\+\+|--/.test(src.slice(n.pos, n.end))) scope.forgetAll();
+          if (n.type === "ArithmeticFor" || /[^=!<>]=(?!=)|\+\+|--/.test(frame.text.slice(n.pos, n.end))) scope.forgetAll();
+          if (quotedCodeBelow(n)) error = `a quoted command substitution in arithmetic at offset ${n.pos}: bash runs it`;
           if (n.type === "ArithmeticFor" && isEndless(n)) child = { ...frame, endlessLoop: nextLoop++, spawnedInLoop: false };
+          break;
+        case "Assignment":
+          if (n.index && quotedCodeBelow(n.index)) error = `a quoted command substitution in the subscript of ${JSON.stringify(n.text.slice(0, 40))}: bash runs it`;
           break;
         case "Redirected":
           compoundRedirs.push(...n.redirects.map(redir));
