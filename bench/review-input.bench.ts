@@ -30,7 +30,7 @@ import { evalGate } from "../src/eval/score.ts";
 import { buildEvalWorkspace } from "../src/eval/workspace.ts";
 import { decide } from "../src/policy/gate.ts";
 import type { Backend } from "../src/policy/types.ts";
-import { actionForReview } from "../src/review/admit.ts";
+import { actionForReview } from "../src/grants/admit.ts";
 import { DEFAULT_BUDGET, estimateTokens, FRAMING_RESERVE, type TokenBudget } from "../src/review/budget.ts";
 import { buildReviewInput, type ActionForReview, type ReviewInput } from "../src/review/input.ts";
 import { REVIEWER_SYSTEM_PROMPT } from "../src/review/prompt.ts";

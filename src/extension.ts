@@ -20,7 +20,7 @@ import { MODE_ENTRY_TYPE, restoredMode, type ModeEntry } from "./state/session.t
 import { createCallsInFlight } from "./tools/concurrent-calls.ts";
 import { showStatus } from "./ui/status.ts";
 import { createSandboxedBashTool, isActiveBash } from "./tools/bash.ts";
-import { createAdmissionBook } from "./sandbox/admission.ts";
+import { createTicketBook } from "./grants/tickets.ts";
 import { sharedController } from "./sandbox/controller.ts";
 import { NO_REVIEWER } from "./sandbox/escalation.ts";
 import { createSandboxGateLink } from "./sandbox/gate-link.ts";
@@ -58,7 +58,7 @@ export default function autoMode(pi: ExtensionAPI): void {
   const sandboxOwner = `session-${randomUUID()}`;
   // Read once: the environment Pi started with is the user's, not the model's (install-trust.ts).
   const install = { root: packageRoot(), env: { ...process.env } };
-  const admissions = createAdmissionBook();
+  const admissions = createTicketBook();
   // The reviewer for held effects and the gate's review hook share one service, ledger and record.
   // The gate, the reviewer and the effects are loaded at the first tool call, not with Pi (start-up).
   let reviews: ReviewService | undefined;

@@ -9,7 +9,7 @@ import { describe, test } from "node:test";
 import { fauxAssistantMessage, fauxProvider, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
 import type { ExtensionAPI, ExtensionToolContext, ExtensionUIContext } from "@earendil-works/pi-coding-agent";
 import { processGlobalState } from "../src/state/global.ts";
-import { createAdmissionBook } from "../src/sandbox/admission.ts";
+import { createTicketBook } from "../src/grants/tickets.ts";
 import { createController } from "../src/sandbox/controller.ts";
 import { createSandboxedBashTool } from "../src/tools/bash.ts";
 import { toolResults } from "./helpers/pi-session.ts";
@@ -49,7 +49,7 @@ describe("audit: a failure inside the gate denies in auto mode's words", () => {
   });
 
   test("the bash tool's own refusals say automatic policy, not the user", async () => {
-    const tool = createSandboxedBashTool({ controller: () => createController({ platform: "win32" }), admissions: createAdmissionBook(), settings: () => ({}), effects: testEffects() });
+    const tool = createSandboxedBashTool({ controller: () => createController({ platform: "win32" }), admissions: createTicketBook(), settings: () => ({}), effects: testEffects() });
     await assert.rejects(
       tool.execute("never-gated", { command: "ls" } as never, undefined, undefined, { cwd: tmpdir() } as unknown as ExtensionToolContext),
       /automatic policy \(not by the user\).*did not pass auto mode's gate/,

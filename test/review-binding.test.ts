@@ -9,7 +9,7 @@ import { describe, test } from "node:test";
 import { fauxAssistantMessage } from "@earendil-works/pi-ai";
 import type { ExtensionContext, ToolCallEvent } from "@earendil-works/pi-coding-agent";
 import type { Backend } from "../src/policy/types.ts";
-import { reviewAndAdmit } from "../src/review/admit.ts";
+import { reviewAndAdmit } from "../src/grants/admit.ts";
 import { createLimiter } from "../src/review/limiter.ts";
 import { createReviewService } from "../src/review/service.ts";
 import { createUsageLedger } from "../src/review/usage-ledger.ts";

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import type { BashOperations, ExtensionContext, ExtensionToolContext, ToolCallEvent } from "@earendil-works/pi-coding-agent";
 import { buildPlaces } from "../src/policy/places.ts";
-import { createAdmissionBook } from "../src/sandbox/admission.ts";
+import { createTicketBook } from "../src/grants/tickets.ts";
 import { CONTROLLER_PROTOCOL, createController, resetSharedController, sharedController, type SandboxController } from "../src/sandbox/controller.ts";
 import { NO_REVIEWER, type EscalationReviewer } from "../src/sandbox/escalation.ts";
 import { createSandboxGateLink } from "../src/sandbox/gate-link.ts";
@@ -328,7 +328,7 @@ describe("escalation counts through the gate and the bash tool (P7)", () => {
     const { c } = controllerWith(driver);
     await c.ready();
     const runtime = createRuntimeState(createMemoryGlobalState({ enabled: true }), () => c.status().backend);
-    const admissions = createAdmissionBook();
+    const admissions = createTicketBook();
     let hostRuns = 0;
     const local: BashOperations = {
       exec: async () => {
@@ -423,7 +423,7 @@ describe("escalation counts through the gate and the bash tool (P7)", () => {
   });
 
   test("another extension's bash replacing ours is detected (the backend then counts as unavailable)", () => {
-    const ours = createSandboxedBashTool({ controller: () => createController({ platform: "win32" }), admissions: createAdmissionBook(), settings: () => ({}), effects: testEffects() });
+    const ours = createSandboxedBashTool({ controller: () => createController({ platform: "win32" }), admissions: createTicketBook(), settings: () => ({}), effects: testEffects() });
     assert.equal(isActiveBash([{ name: "read", parameters: {} }, { name: "bash", parameters: ours.parameters }], ours), true);
     assert.equal(isActiveBash([{ name: "bash", parameters: { ...ours.parameters } }], ours), false);
     assert.equal(isActiveBash([{ name: "read", parameters: {} }], ours), true, "no bash at all: nothing to contain");
@@ -435,7 +435,7 @@ describe("escalation counts through the gate and the bash tool (P7)", () => {
     const { driver, counts } = fakeDriver();
     const { c } = controllerWith(driver);
     await c.ready();
-    const tool = createSandboxedBashTool({ controller: () => c, admissions: createAdmissionBook(), settings: () => ({}), effects: testEffects() });
+    const tool = createSandboxedBashTool({ controller: () => c, admissions: createTicketBook(), settings: () => ({}), effects: testEffects() });
     await assert.rejects(tool.execute("never-gated", { command: "ls" } as never, undefined, undefined, { cwd: tmpdir() } as unknown as ExtensionToolContext), /did not pass auto mode's gate/);
     assert.equal(counts.execs, 0);
   });
@@ -455,7 +455,7 @@ describe("how a sandboxed call sees the workspace (P6, P17)", () => {
     const { c } = controllerWith(driver, probe);
     await c.ready();
     const runtime = createRuntimeState(createMemoryGlobalState({ enabled: true }), () => c.status().backend);
-    const admissions = createAdmissionBook();
+    const admissions = createTicketBook();
     const allowed = { kind: "verdict", verdict: { risk_level: "low", user_authorization: "high", outcome: "allow", rationale: "ok" }, reviewer: undefined, usage: ZERO_USAGE, attempts: 1, inputTokens: 1, durationMs: 1 } as const;
     const review: ReviewHook = async () =>
       reviewAdmits ? { kind: "admit", run: "sandbox", review: allowed as never, binding: undefined as never } : { kind: "deny", text: "no", review: undefined, binding: undefined, changed: undefined };

@@ -148,7 +148,7 @@ export async function reviewRequest(
   setup: ReviewerSetup,
   call: { readonly request: CanonicalRequest; readonly decision: Decision; readonly transcript: readonly TranscriptItem[]; readonly backend: Backend; readonly id: string },
 ): Promise<ReviewReport> {
-  const { reviewAndAdmit } = await import("../review/admit.ts");
+  const { reviewAndAdmit } = await import("../grants/admit.ts");
   const { createReviewService } = await import("../review/service.ts");
   const { createLimiter } = await import("../review/limiter.ts");
   // One service per call: a CLI run is not a turn, so the breaker must not carry across cases.

@@ -5,14 +5,14 @@
 import { isSandboxed, type Decision } from "../policy/types.ts";
 import type { CanonicalRequest } from "../request/canonical.ts";
 import { redact } from "../request/redact.ts";
-import { clipHead } from "./budget.ts";
+import { clipHead } from "../review/budget.ts";
 import { bindingChange, type BindingNow, type ReviewBinding } from "./binding.ts";
-import type { EngineLimits, ReviewerModels } from "./engine.ts";
-import { bindingDenialText, failureDenialText, verdictDenialText } from "./failure.ts";
-import type { ActionForReview } from "./input.ts";
-import type { ReviewService } from "./service.ts";
-import type { TranscriptItem } from "./transcript.ts";
-import { reviewerLabel, verdictAdmits, ZERO_USAGE, type ReviewResult } from "./types.ts";
+import type { EngineLimits, ReviewerModels } from "../review/engine.ts";
+import { bindingDenialText, failureDenialText, verdictDenialText } from "../review/failure.ts";
+import type { ActionForReview } from "../review/input.ts";
+import type { ReviewService } from "../review/service.ts";
+import type { TranscriptItem } from "../review/transcript.ts";
+import { reviewerLabel, verdictAdmits, ZERO_USAGE, type ReviewResult } from "../review/types.ts";
 
 export interface ReviewCall {
   readonly toolCallId: string;
@@ -39,7 +39,7 @@ export interface AdmitEnv {
  * The result of a review route. `run` says how an admitted call runs: a reviewer's allow never
  * removes containment (P7), so a bash call under the sandboxed backend still runs sandboxed.
  */
-export type Admission =
+export type ReviewAdmission =
   | { readonly kind: "admit"; readonly run: "direct" | "sandbox"; readonly review: ReviewResult; readonly binding: ReviewBinding }
   | { readonly kind: "deny"; readonly text: string; readonly review: ReviewResult | undefined; readonly binding: ReviewBinding | undefined; readonly changed: string | undefined };
 
@@ -76,12 +76,12 @@ export function outcomeLine(r: ReviewResult): string {
   return `not reviewed (${r.failure}) · ${tokens} tokens${cost} · ${took}${extra}`;
 }
 
-export async function reviewAndAdmit(call: ReviewCall, env: AdmitEnv): Promise<Admission> {
+export async function reviewAndAdmit(call: ReviewCall, env: AdmitEnv): Promise<ReviewAdmission> {
   const before = await env.bindingNow();
   const target = targetSummary(call.request);
   const reviewer = before.reviewer;
   const job = { action: actionForReview(call), transcript: call.transcript, reviewer };
-  const refuse = (text: string, failure: "not-configured" | "internal"): Admission => ({
+  const refuse = (text: string, failure: "not-configured" | "internal"): ReviewAdmission => ({
     kind: "deny",
     text,
     review: { kind: "failure", failure, detail: text, reviewer, usage: ZERO_USAGE, attempts: 0, inputTokens: 0, durationMs: 0 },

@@ -6,7 +6,7 @@
 // while the review was pending can never ride on an earlier verdict.
 
 import type { Backend } from "../policy/types.ts";
-import type { ReviewerId } from "./types.ts";
+import type { ReviewerId } from "../review/types.ts";
 
 export interface ReviewBinding {
   /** The canonical request hash (CanonicalRequest.hash). */

@@ -1,9 +1,22 @@
-// The hand-over from the gate (tool_call) to the bash tool's execute: where an admitted call runs.
-// The gate decides, the tool only obeys, and only once: an admission is taken, never read twice,
+// Execution tickets: the hand-over from the gate (tool_call) to the bash tool's execute, saying
+// where an admitted call runs. The gate decides, the tool only obeys, and only once: a ticket is taken, never read twice,
 // so a call can never be executed a second time on the strength of one decision (P9).
 
 import type { Backend } from "../policy/types.ts";
-import type { SandboxScope, WorkspaceAccess } from "./types.ts";
+import type { Places } from "../policy/places.ts";
+
+/** What the gate judged a call against; the sandbox enforces the same places. */
+export interface SandboxScope {
+  readonly places: Places;
+  readonly protectedGlobs: readonly string[];
+}
+
+/**
+ * How a sandboxed command sees the workspace: `staged` (copy-on-write, its effects judged when it
+ * ends), `direct` (written in place, .git read-only), or `direct-git` (in place with .git writable
+ * but its code-running parts: only for a git command a reviewer approved where nothing can be staged).
+ */
+export type WorkspaceAccess = "staged" | "direct" | "direct-git";
 
 /** Inside the OS sandbox, or on the host through Pi's ordinary local backend. */
 export type Placement = "sandbox" | "host";
@@ -14,14 +27,14 @@ export type Placement = "sandbox" | "host";
  */
 export type HostReason = "gate-off" | "unrestricted" | "review-only" | "escalation-approved";
 
-export type Admission =
+export type ExecutionTicket =
   | { readonly placement: "sandbox"; readonly command: string; readonly scope: SandboxScope; readonly backend: Backend; readonly workspace: WorkspaceAccess }
   | { readonly placement: "host"; readonly command: string; readonly why: HostReason; readonly backend: Backend };
 
-export type Taken = { readonly kind: "admitted"; readonly admission: Admission } | { readonly kind: "missing" } | { readonly kind: "conflict" };
+export type Taken = { readonly kind: "admitted"; readonly ticket: ExecutionTicket } | { readonly kind: "missing" } | { readonly kind: "conflict" };
 
-export interface AdmissionBook {
-  admit(toolCallId: string, admission: Admission): void;
+export interface TicketBook {
+  admit(toolCallId: string, ticket: ExecutionTicket): void;
   take(toolCallId: string): Taken;
   size(): number;
 }
@@ -29,12 +42,12 @@ export interface AdmissionBook {
 /** Admissions a blocked or abandoned call never takes must not pile up. */
 const MAX_PENDING = 512;
 
-export function createAdmissionBook(): AdmissionBook {
-  const pending = new Map<string, Admission | "conflict">();
+export function createTicketBook(): TicketBook {
+  const pending = new Map<string, ExecutionTicket | "conflict">();
   return {
-    admit(id, admission) {
+    admit(id, ticket) {
       // Two calls with one id (a provider bug) would make "which one was judged" ambiguous.
-      pending.set(id, pending.has(id) ? "conflict" : admission);
+      pending.set(id, pending.has(id) ? "conflict" : ticket);
       while (pending.size > MAX_PENDING) pending.delete(pending.keys().next().value!);
     },
     take(id) {
@@ -42,7 +55,7 @@ export function createAdmissionBook(): AdmissionBook {
       pending.delete(id);
       if (a === undefined) return { kind: "missing" };
       if (a === "conflict") return { kind: "conflict" };
-      return { kind: "admitted", admission: a };
+      return { kind: "admitted", ticket: a };
     },
     size: () => pending.size,
   };

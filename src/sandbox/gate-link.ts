@@ -4,7 +4,7 @@
 import type { GateContext, GateResult } from "../policy/gate.ts";
 import type { Backend } from "../policy/types.ts";
 import type { EffectiveMode } from "../state/effective.ts";
-import type { AdmissionBook, HostReason } from "./admission.ts";
+import type { TicketBook, HostReason } from "../grants/tickets.ts";
 import type { WorkspaceAccess } from "./types.ts";
 import { escalationAsk, reviewEscalation, type EscalationReviewer } from "./escalation.ts";
 import { DENIAL_HEAD as HEAD, denialBody } from "../policy/denial.ts";
@@ -52,7 +52,7 @@ export interface SandboxGateLink {
 const GATED: ReadonlySet<EffectiveMode> = new Set(["auto", "auto-review-only", "auto-sandbox-unavailable", "auto-config-fault"]);
 
 
-export function createSandboxGateLink(deps: { readonly admissions: AdmissionBook; readonly reviewer: () => EscalationReviewer }): SandboxGateLink {
+export function createSandboxGateLink(deps: { readonly admissions: TicketBook; readonly reviewer: () => EscalationReviewer }): SandboxGateLink {
   return {
     async escalation({ event, ctx, result, mode, reviewer }) {
       if (event.toolName !== "bash" || !GATED.has(mode)) return undefined;

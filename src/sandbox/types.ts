@@ -5,14 +5,11 @@ import type { Backend } from "../policy/types.ts";
 import type { SandboxLayout } from "./layout.ts";
 import type { SpawnIo, SpawnOutcome, SpawnSpec } from "./spawn.ts";
 import type { StageRun } from "./stage.ts";
+import type { SandboxScope, WorkspaceAccess } from "../grants/tickets.ts";
 import type { StagedFacts } from "./effects/facts.ts";
-import type { EffectReport } from "./effects/settle.ts";
 
-/** What the gate judged a call against; the sandbox enforces the same places. */
-export interface SandboxScope {
-  readonly places: Places;
-  readonly protectedGlobs: readonly string[];
-}
+export type { SandboxScope, WorkspaceAccess } from "../grants/tickets.ts";
+import type { EffectReport } from "./effects/settle.ts";
 
 export interface RunRequest {
   /** The command string exactly as Pi's bash tool would run it (command prefix included). */
@@ -39,8 +36,6 @@ export interface StagedEnd {
   readonly startCtimeNs: bigint;
   readonly facts: StagedFacts;
 }
-
-export type WorkspaceAccess = "staged" | "direct" | "direct-git";
 
 /** Whether this machine can stage a workspace, found by the probe. */
 export type StagingStatus = { readonly available: true; readonly how: string } | { readonly available: false; readonly reason: string };

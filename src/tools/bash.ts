@@ -17,7 +17,7 @@ import {
   type ToolDefinition,
 } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
-import type { Admission, AdmissionBook } from "../sandbox/admission.ts";
+import type { ExecutionTicket, TicketBook } from "../grants/tickets.ts";
 import type { SandboxController } from "../sandbox/controller.ts";
 import { SANDBOX_PERMISSIONS } from "../sandbox/escalation.ts";
 import { DENIAL_HEAD } from "../policy/denial.ts";
@@ -32,7 +32,7 @@ export interface BashShellSettings {
 
 export interface BashToolDeps {
   readonly controller: () => SandboxController;
-  readonly admissions: AdmissionBook;
+  readonly admissions: TicketBook;
   /** Pi's shell settings, read at each call (they may change, and are not readable at load time). */
   readonly settings: () => BashShellSettings;
   /** Pi's ordinary local backend; injectable so tests can count what runs on the host. */
@@ -68,7 +68,7 @@ function schema(base: ToolDefinition["parameters"]) {
 }
 
 export interface SandboxRun {
-  readonly admission: Extract<Admission, { placement: "sandbox" }>;
+  readonly ticket: Extract<ExecutionTicket, { placement: "sandbox" }>;
   /** The command as the model wrote it (Pi's command prefix is not part of what is judged). */
   readonly command: string;
   readonly effects: EffectsDeps;
@@ -79,7 +79,7 @@ export interface SandboxRun {
 
 /** Pi's BashOperations contract, over the sandbox controller. */
 export function sandboxOperations(controller: SandboxController, run: SandboxRun, shell: string): BashOperations {
-  const { scope, workspace } = run.admission;
+  const { scope, workspace } = run.ticket;
   return {
     exec: async (command, cwd, { onData, signal, timeout, env }) => {
       if (timeout !== undefined && (!Number.isFinite(timeout) || timeout <= 0 || timeout > MAX_TIMEOUT_S))
@@ -173,12 +173,12 @@ export function createSandboxedBashTool(deps: BashToolDeps, cwd: string = proces
       // Every refusal says it was automatic policy, not the user (P4).
       if (taken.kind === "missing") throw new Error(`${DENIAL_HEAD} This bash call did not pass auto mode's gate, so it does not run.`);
       if (taken.kind === "conflict") throw new Error(`${DENIAL_HEAD} Two tool calls share this id, so which one was judged is unclear; neither runs.`);
-      const a = taken.admission;
+      const a = taken.ticket;
       // The input is frozen after the gate; this only catches a bug that would run something unjudged.
       if (a.command !== p.command) throw new Error(`${DENIAL_HEAD} The command changed after it was judged, so it does not run.`);
       const settings = deps.settings();
       const sandboxRun: SandboxRun | undefined =
-        a.placement === "sandbox" ? { admission: a, command: p.command, effects: deps.effects, reviewer: deps.effects.reviewer?.({ toolCallId, ctx }) } : undefined;
+        a.placement === "sandbox" ? { ticket: a, command: p.command, effects: deps.effects, reviewer: deps.effects.reviewer?.({ toolCallId, ctx }) } : undefined;
       const operations = sandboxRun ? sandboxOperations(deps.controller(), sandboxRun, getShellConfig(settings.shellPath).shell) : local(settings.shellPath);
       const run = createBashToolDefinition(ctx.cwd || cwd, { operations, commandPrefix: settings.shellCommandPrefix, shellPath: settings.shellPath });
       const workspace = a.placement === "sandbox" ? a.scope.places.workspace : ctx.cwd;

@@ -10,7 +10,7 @@ import { buildRequest } from "../request/canonical.ts";
 import type { GateResult } from "../policy/gate.ts";
 import type { Decision } from "../policy/types.ts";
 import type { CanonicalRequest } from "../request/canonical.ts";
-import { reviewAndAdmit, type Admission } from "../review/admit.ts";
+import { reviewAndAdmit, type ReviewAdmission } from "../grants/admit.ts";
 import { PROMPT_SHA256 } from "../review/prompt.ts";
 import type { EngineLimits } from "../review/engine.ts";
 import type { ReviewService } from "../review/service.ts";
@@ -56,7 +56,7 @@ export interface ReviewGateCall {
   readonly limits?: Partial<EngineLimits>;
 }
 
-export type ReviewHook = (call: ReviewGateCall) => Promise<Admission>;
+export type ReviewHook = (call: ReviewGateCall) => Promise<ReviewAdmission>;
 
 export interface ReviewHookDeps {
   readonly runtime: RuntimeState;
