@@ -341,6 +341,12 @@ describe("shell extraction: parser differentials fail closed", () => {
     assert.equal(before("rm -rf /\0\n)"), undefined, "a NUL byte: nothing is read");
   });
 
+  test("brace expansion as bash does it: empty alternatives vanish, padded and mixed-case ranges are unknown", () => {
+    const ex = extract("rm -rf {,a} x{,} {,} {01..03} {-01..1} {Z..a} {a..c}");
+    assert.ok(ex.ok);
+    assert.deepEqual(ex.commands[0]!.argv.slice(1).map((a) => a.value), ["-rf", "a", "x", "x", null, null, null, "a", "b", "c"]);
+  });
+
   test("what bash reads the same way still parses", () => {
     for (const src of [
       "npm run build \\\n  --prod \\\n  && echo ok",

@@ -347,7 +347,12 @@ export function commandWords(w: Word, scope: Scope): Arg[] {
     const text = seg.map((p) => p.text).join("");
     const expanded = expandBraces(seg);
     if (!expanded) out.push({ text, value: null, glob: false });
-    else for (const e of expanded) out.push(partsArg(e, text, scope));
+    else
+      for (const e of expanded) {
+        // An alternative that leaves the word empty and unquoted removes it: `rm {,a}` is `rm a`.
+        if (e.every((p) => p.type === "Literal" && p.value === "")) continue;
+        out.push(partsArg(e, text, scope));
+      }
   }
   return out;
 }
@@ -402,6 +407,9 @@ function braceAlternatives(text: string): string[] | null {
   const [from, to] = [seq[1]!, seq[2]!];
   const numeric = /\d/.test(from) && /\d/.test(to);
   if (!numeric && (/\d/.test(from) || /\d/.test(to))) return null;
+  // A leading zero pads every number to the same width (`{01..03}`); a letter range from upper to
+  // lower case passes through [ \ ] ^ _ `, which bash treats its own way: neither is followed.
+  if (numeric ? /^-?0\d/.test(from) || /^-?0\d/.test(to) : /[A-Z]/.test(from) !== /[A-Z]/.test(to)) return null;
   const a = numeric ? Number(from) : from.charCodeAt(0);
   const b = numeric ? Number(to) : to.charCodeAt(0);
   if (Math.abs(b - a) >= MAX_BRACE_WORDS) return null;
