@@ -125,7 +125,7 @@ export async function runEval(argv: readonly string[], io: Io): Promise<number> 
   try {
     results = runCases(cases, backend, workspace);
     if (reviewer) {
-      const routed = new Set(results.filter((r) => r.route === "review").map((r) => r.id));
+      const routed = new Map(results.filter((r) => r.route === "review").map((r) => [r.id, { route: r.route, reason: r.reason, message: r.message }] as const));
       reviews = await (await import("./review.ts")).reviewCases(reviewer, cases, routed, backend, workspace);
     }
   } finally {

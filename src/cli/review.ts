@@ -266,7 +266,7 @@ export interface EvalReviewSummary {
 export async function reviewCases(
   setup: ReviewerSetup,
   cases: ReadonlyArray<{ readonly id: string; readonly tool: string; readonly input: unknown; readonly user: readonly string[]; readonly expect: string }>,
-  routed: ReadonlySet<string>,
+  routed: ReadonlyMap<string, Decision>,
   backend: Backend,
   workspace: { readonly ws: string; readonly home: string; readonly tmp: string; readonly agentDir: string },
 ): Promise<CaseReview[]> {
@@ -278,9 +278,12 @@ export async function reviewCases(
   const vars = { ws: workspace.ws, home: workspace.home, tmp: workspace.tmp };
   const todo = cases.filter((c) => routed.has(c.id));
   return pool(todo, 4, async (c) => {
-    const { request, decision } = decide(c.tool, substitute(c.input, vars), gate, backend);
+    // The decision of the scored pass, so exactly the cases it counts as review-routed are reviewed
+    // (a second decision can differ where the analysis clock cut the first one short).
+    const decision = routed.get(c.id)!;
+    const { request } = decide(c.tool, substitute(c.input, vars), gate, backend);
     const report =
-      decision.route === "review" && request
+      request
         ? await reviewRequest(setup, { request, decision, transcript: transcriptFromUserMessages(c.user), backend, id: `eval-${c.id}` })
         : unreviewed(decision.route, backend);
     return { ...report, id: c.id, expect: c.expect };
