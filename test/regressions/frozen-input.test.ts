@@ -9,10 +9,10 @@ import { fileURLToPath } from "node:url";
 import { describe, test } from "node:test";
 import { fauxAssistantMessage, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
-import { toolResults } from "./helpers/pi-session.ts";
-import { reviewOnlySessions } from "./helpers/review-only.ts";
+import { toolResults } from "../helpers/pi-session.ts";
+import { reviewOnlySessions } from "../helpers/review-only.ts";
 
-const SHALLOW_FREEZE = fileURLToPath(new URL("./fixtures/shallow-freeze-extension.ts", import.meta.url));
+const SHALLOW_FREEZE = fileURLToPath(new URL("../fixtures/shallow-freeze-extension.ts", import.meta.url));
 const call = (name: string, args: Parameters<typeof fauxToolCall>[1]) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });
 const done = (text = "done") => fauxAssistantMessage([fauxText(text)]);
 

@@ -12,10 +12,10 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
 import { createCodemodeExtension } from "@earendil-works/pi-coding-agent";
-import { DECISION_ENTRY_TYPE, type DecisionRecord } from "../src/audit/decision-record.ts";
-import { resetSharedController, sharedController } from "../src/sandbox/controller.ts";
-import { callShape, createCallsInFlight } from "../src/tools/concurrent-calls.ts";
-import { startPi, toolResults, type PiHarness } from "./helpers/pi-session.ts";
+import { DECISION_ENTRY_TYPE, type DecisionRecord } from "../../src/audit/decision-record.ts";
+import { resetSharedController, sharedController } from "../../src/sandbox/controller.ts";
+import { callShape, createCallsInFlight } from "../../src/tools/concurrent-calls.ts";
+import { startPi, toolResults, type PiHarness } from "../helpers/pi-session.ts";
 
 const calls = (...c: ReturnType<typeof fauxToolCall>[]) => fauxAssistantMessage(c, { stopReason: "toolUse" });
 const done = (text = "done") => fauxAssistantMessage([fauxText(text)]);

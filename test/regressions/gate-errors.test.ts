@@ -2,24 +2,24 @@
 // handler throws, with the error's message as the tool result; the model must still read that
 // automatic policy stopped it (P4), and the message must not carry a secret out (P11).
 
-import { testEffects } from "./helpers/effects.ts";
+import { testEffects } from "../helpers/effects.ts";
 import assert from "node:assert/strict";
 import { tmpdir } from "node:os";
 import { describe, test } from "node:test";
 import { fauxAssistantMessage, fauxProvider, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
 import type { ExtensionAPI, ExtensionToolContext, ExtensionUIContext } from "@earendil-works/pi-coding-agent";
-import { processGlobalState } from "../src/state/global.ts";
-import { createTicketBook } from "../src/grants/tickets.ts";
-import { createController } from "../src/sandbox/controller.ts";
-import { createSandboxedBashTool } from "../src/tools/bash.ts";
-import { toolResults } from "./helpers/pi-session.ts";
-import { reviewOnlySessions } from "./helpers/review-only.ts";
-import { recordingUi } from "./helpers/ui.ts";
-import { DEFAULT_LIMITS, runReview } from "../src/review/engine.ts";
-import { createReviewService } from "../src/review/service.ts";
-import { action, fauxRegistry, JUDGE, VERDICT } from "./helpers/review-fixtures.ts";
-import { deployTool } from "./helpers/tools.ts";
-import { piReviewerModels, type PiModelRegistry } from "../src/tools/reviewer-models.ts";
+import { processGlobalState } from "../../src/state/global.ts";
+import { createTicketBook } from "../../src/grants/tickets.ts";
+import { createController } from "../../src/sandbox/controller.ts";
+import { createSandboxedBashTool } from "../../src/tools/bash.ts";
+import { toolResults } from "../helpers/pi-session.ts";
+import { reviewOnlySessions } from "../helpers/review-only.ts";
+import { recordingUi } from "../helpers/ui.ts";
+import { DEFAULT_LIMITS, runReview } from "../../src/review/engine.ts";
+import { createReviewService } from "../../src/review/service.ts";
+import { action, fauxRegistry, JUDGE, VERDICT } from "../helpers/review-fixtures.ts";
+import { deployTool } from "../helpers/tools.ts";
+import { piReviewerModels, type PiModelRegistry } from "../../src/tools/reviewer-models.ts";
 
 const call = (name: string, args: Parameters<typeof fauxToolCall>[1]) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });
 const done = (text = "done") => fauxAssistantMessage([fauxText(text)]);

@@ -10,9 +10,9 @@ import { describe, test } from "node:test";
 import { fauxAssistantMessage, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
-import { DECISION_ENTRY_TYPE, type DecisionRecord } from "../src/audit/decision-record.ts";
-import { toolResults, type PiHarness } from "./helpers/pi-session.ts";
-import { reviewOnlySessions } from "./helpers/review-only.ts";
+import { DECISION_ENTRY_TYPE, type DecisionRecord } from "../../src/audit/decision-record.ts";
+import { toolResults, type PiHarness } from "../helpers/pi-session.ts";
+import { reviewOnlySessions } from "../helpers/review-only.ts";
 
 const call = (name: string, args: Parameters<typeof fauxToolCall>[1]) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });
 const done = (text = "done") => fauxAssistantMessage([fauxText(text)]);

@@ -2,18 +2,18 @@
 // Another extension can register `bash` at any time (not only before session_start); if its
 // definition is the one Pi runs, a sandbox-routed command would run bare (P5, P6).
 
-import { UNSTAGED_STAGING } from "./helpers/effects.ts";
+import { UNSTAGED_STAGING } from "../helpers/effects.ts";
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
-import { DECISION_ENTRY_TYPE, type DecisionRecord } from "../src/audit/decision-record.ts";
-import { createController, resetSharedController, sharedController } from "../src/sandbox/controller.ts";
-import type { SandboxDriver } from "../src/sandbox/types.ts";
-import { RAN_KEY } from "./fixtures/late-bash-extension.ts";
-import { startPi, toolResults, type PiHarness } from "./helpers/pi-session.ts";
+import { DECISION_ENTRY_TYPE, type DecisionRecord } from "../../src/audit/decision-record.ts";
+import { createController, resetSharedController, sharedController } from "../../src/sandbox/controller.ts";
+import type { SandboxDriver } from "../../src/sandbox/types.ts";
+import { RAN_KEY } from "../fixtures/late-bash-extension.ts";
+import { startPi, toolResults, type PiHarness } from "../helpers/pi-session.ts";
 
-const LATE_BASH = fileURLToPath(new URL("./fixtures/late-bash-extension.ts", import.meta.url));
+const LATE_BASH = fileURLToPath(new URL("../fixtures/late-bash-extension.ts", import.meta.url));
 const call = (name: string, args: Parameters<typeof fauxToolCall>[1]) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });
 const done = (text = "done") => fauxAssistantMessage([fauxText(text)]);
 
