@@ -244,6 +244,12 @@ const HOSTILE: readonly string[] = [
   "echo ${a['$(rm -rf ~)']}",
   "a=(['$(rm -rf ~)']=1)",
   "echo '$(rm -rf /)' \\$(id)",
+  // bash's old arithmetic $[ ], and numbers glued to redirections
+  "echo $[1+2] \\$[x '$[y'",
+  "truncate [$[-s 0 src/*.ts",
+  "xxd -r -p <<< 72<6d202d7266207e | sh",
+  "cat > 2>f",
+  "cat > 2 >f",
   // trailing backslash (bash -c keeps it literally)
   "echo a\\",
 ];
@@ -317,7 +323,8 @@ function reading(ex: Extraction): Reading | null {
   }
   out.push("compound");
   redirs(ex.compoundRedirs);
-  for (const e of ex.expansions) out.push(`expands ${e}`);
+  // In any order: bash prints a command's redirections after its words (`<$X $Y` as `$Y < $X`).
+  for (const e of [...ex.expansions].sort()) out.push(`expands ${e}`);
   for (const f of ex.functions) out.push(`defines ${f.name}`);
   return out;
 }

@@ -285,6 +285,12 @@ const DIFFERENTIAL_ERRORS: ReadonlyArray<readonly [string, string]> = [
   ["subscript-assignment-index", "a['$(rm -rf ~)']=1"],
   ["subscript-expansion-index", "echo ${a['$(rm -rf ~)']}"],
   ["arithmetic-quoted-subst", "(( 'a[$(rm -rf ~)]' ))"],
+  // An unterminated $[ (bash's old arithmetic): unbash keeps it as text, bash stops with an error.
+  ["open-arithmetic", "truncate [$[-s 0 src/*.ts"],
+  ["open-arithmetic-quoted", 'DIR=\nrm -rf "$[[DIR"/*'],
+  // A number glued to a redirection where a target must be: bash reads `72<` as a redirection.
+  ["number-glued-to-redirection", "xxd -r -p <<< 72<6d202d7266207e | sh"],
+  ["number-glued-after-target", "cat > 2>f"],
 ];
 
 describe("shell extraction: parser differentials fail closed", () => {
@@ -364,6 +370,7 @@ describe("shell extraction: parser differentials fail closed", () => {
       "echo a\\\\\nls",
       'echo $(( $(wc -l < "$f") + 1 )) ${a[$i]} ${a[$(id)]}',
       "echo '$(rm -rf /)' 'a[x]'",
+      "echo $[1+2] \\$[x '$[y' > 2 >f 2>&1",
     ]) {
       const ex = extract(src);
       assert.ok(ex.ok, `${JSON.stringify(src)}: ${ex.ok ? "" : ex.reason}`);

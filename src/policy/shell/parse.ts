@@ -376,6 +376,9 @@ const LINE_SEPARATOR = /\n[ \t]*(?:;(?![;&])|&(?![&>]))/g;
  */
 const SUBSCRIPT_CODE = /\[[^\]]*(?:\$\(|`)/;
 
+/** `$[` that unbash found no `]` for and kept as text: bash's old arithmetic expansion, unterminated (a syntax error). */
+const OPEN_ARITHMETIC = /(?:^|[^\\])(?:\\\\)*\$\[/;
+
 /**
  * Quoted text with a command substitution in arithmetic or a subscript (`(( 'a[$(id)]' ))`,
  * `${a['$(id)']}`, `a['$(id)']=1`): bash expands it there, quotes or not. Substitutions the parser
@@ -550,10 +553,15 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
     return args;
   };
 
-  const redir = (r: Redirection): Redir => {
+  const redir = (r: Redirection, where: string): Redir => {
     const fd = r.descriptor?.type === "FileDescriptor" ? r.descriptor.value : r.descriptor?.name;
     if (typeof fd === "number" && !(fd <= MAX_FD)) error ??= `descriptor ${fd} at offset ${r.pos} is larger than bash takes: bash reads it as a word`;
-    if (r.type !== "HereDoc") return { fd, op: r.operator, target: r.target ? wordArg(r.target, scope) : null };
+    if (r.type !== "HereDoc") {
+      // `cat <<< 72<x`: bash reads `72<` as the next redirection, where a target must be (a syntax error).
+      const after = r.target ? where.charCodeAt(r.target.end) : 0;
+      if ((after === 60 || after === 62) && /^\d+$/.test(r.target!.text)) error ??= `a number glued to a redirection at offset ${r.target!.pos}, where bash wants a target`;
+      return { fd, op: r.operator, target: r.target ? wordArg(r.target, scope) : null };
+    }
     if (!r.closing) error ??= `unterminated here-document at offset ${r.pos}`;
     const quoted = r.delimiter?.quoted ?? false;
     const { text, dynamic } = hereDocText(r.body, quoted, r.operator === "<<-", scope);
@@ -629,7 +637,7 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
           if (n.redirects.length > 0) {
             own = [];
             for (const r of n.redirects) {
-              own.push(redir(r));
+              own.push(redir(r, frame.text));
               if (cost.redirect() > left) break;
             }
           }
@@ -670,7 +678,11 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
           if (steps > (opts.limit ?? Infinity)) truncated = true;
           break;
         }
+        case "Literal":
+          if (n.text.includes("$[") && OPEN_ARITHMETIC.test(n.text)) error = `an unterminated $[ at offset ${n.pos}`;
+          break;
         case "Word": {
+          if (!n.parts && n.text.includes("$[") && OPEN_ARITHMETIC.test(n.text)) error = `an unterminated $[ at offset ${n.pos}`;
           // A command's own words were just read: the same reading, unless a variable changed since.
           const seen = read.get(n);
           const arg = seen && seen.version === scope.version && seen.visible === scope.positionalVisible ? seen.arg : wordArg(n, scope);
@@ -709,7 +721,7 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
           if (n.index && quotedCodeBelow(n.index)) error = `a quoted command substitution in the subscript of ${JSON.stringify(n.text.slice(0, 40))}: bash runs it`;
           break;
         case "Redirected":
-          compoundRedirs.push(...n.redirects.map(redir));
+          for (const r of n.redirects) compoundRedirs.push(redir(r, frame.text));
           break;
         case "Function": {
           const name = wordArg(n.name, scope).value ?? n.name.text;
