@@ -399,6 +399,35 @@ function corpusCommands(): { src: string; origin: string }[] {
   return out;
 }
 
+/**
+ * Corpus commands with one or two characters deleted or shell syntax inserted (quotes, operators,
+ * continuations, here-document openers, extended globs, CRLF), from a fixed seed: the places
+ * where a parser's reading drifts from bash's are near the edges of what parses.
+ */
+function mutants(commands: readonly string[], count: number, seed: number): string[] {
+  let state = seed >>> 0;
+  const next = (n: number) => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) % n;
+  };
+  const inserts = ["'", '"', "`", "$", "(", ")", "{", "}", ";", "&", "|", "<", ">", "\\", "\n", "#", "\\\n", "<<EOF\n", "\nEOF\n", "!(", "((", "[[", "]]", "$'", "$[", "\r", " ", "=", "*", "~", "&&", ";;", "<(", "2>"];
+  const pool = commands.filter((c) => c.length < 400 && !c.includes("\0"));
+  const out = new Set<string>();
+  for (let k = 0; out.size < count && k < count * 4; k++) {
+    let m = pool[next(pool.length)]!;
+    for (let edits = 1 + next(2); edits > 0; edits--) {
+      const at = next(m.length + 1);
+      m = next(3) === 0 ? m.slice(0, at) + m.slice(at + 1) : m.slice(0, at) + inserts[next(inserts.length)] + m.slice(at);
+    }
+    out.add(m);
+  }
+  return [...out];
+}
+const MUTANTS = 1500;
+
 /** This bash prints its reading without running anything, or the test cannot use it. */
 function oracleWorks(): string | undefined {
   const probe = spawnSync("bash", ["--norc", "--noprofile", "--pretty-print", "-n"], { input: "echo $((6*7))\n", encoding: "utf8" });
@@ -415,7 +444,12 @@ describe("parser differentials: wherever bash and the gate's parser disagree, th
   let nestedChecked = 0;
   before(async () => {
     w = buildEvalWorkspace();
-    const all = [...corpusCommands(), ...HOSTILE.map((src, i) => ({ src, origin: `hostile #${i}` }))];
+    const corpus = corpusCommands();
+    const all = [
+      ...corpus,
+      ...HOSTILE.map((src, i) => ({ src, origin: `hostile #${i}` })),
+      ...mutants(corpus.map((c) => c.src), MUTANTS, 20261201).map((src, i) => ({ src, origin: `mutant #${i}` })),
+    ];
     const readings = await pooled(all, (c) => bashReads(c.src));
     checked = all.map((c, i) => compare(c.src, c.origin, readings[i]!));
     // Scripts inside scripts, a few levels down: a disagreement there is the outer command's.
@@ -441,12 +475,14 @@ describe("parser differentials: wherever bash and the gate's parser disagree, th
   const disagreements = () => checked.filter((c) => c.kind !== undefined);
 
   test("the oracle is bash itself: it agrees where there is nothing to disagree on and finds the known differentials", (t) => {
-    const corpus = checked.filter((c) => !c.origin.startsWith("hostile"));
+    const corpus = checked.filter((c) => !c.origin.startsWith("hostile") && !c.origin.startsWith("mutant"));
+    const mutated = checked.filter((c) => c.origin.startsWith("mutant"));
+    assert.ok(mutated.length >= MUTANTS * 0.9, `${mutated.length} mutants`);
     assert.ok(corpus.length >= 600, `${corpus.length} corpus commands`);
     const byKind = (k: Checked["kind"]) => disagreements().filter((c) => c.kind === k).length;
     const bashOnly = checked.filter((c) => !c.bashAccepts && c.gateAccepts).length;
     t.diagnostic(
-      `checked ${checked.length} commands (${corpus.length} from the corpora, ${HOSTILE.length} hostile); disagreements ${disagreements().length}: ` +
+      `checked ${checked.length} commands (${corpus.length} from the corpora, ${HOSTILE.length} hostile, ${mutated.length} mutants of the corpora); disagreements ${disagreements().length}: ` +
         `bash rejects ${byKind("bash-rejects")} (the gate's parser accepts ${bashOnly} of them), unbash rejects what bash accepts ${byKind("unbash-rejects")}, ` +
         `readings differ ${byKind("reading-differs")}; not comparable ${checked.filter((c) => !c.comparable).length}; nested scripts read ${nestedChecked}`,
     );
