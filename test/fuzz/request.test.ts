@@ -1,7 +1,7 @@
 // Property tests of the canonical request (P8: a verdict binds to one exact text and hash) and of
 // the path policy (the gate judges the file Pi's tool will open): canonical text does not depend
 // on key order, keeps every string exactly as written (NFC and NFD spellings stay apart, as
-// test/canonical-json.test.ts says) and round-trips; and on random paths the gate resolves
+// test/request/canonical-json.test.ts says) and round-trips; and on random paths the gate resolves
 // exactly as Pi 1.6's own read, write, edit, ls, grep and find do.
 
 import assert from "node:assert/strict";
