@@ -5,7 +5,7 @@
 // walk with an explicit stack (deep nesting must not overflow the JS stack), and treat an
 // unterminated here-document as an error although bash only warns about it.
 //
-// Where unbash reads a construct differently from bash (test/shell-differential.test.ts checks the
+// Where unbash reads a construct differently from bash (test/policy/shell-differential.test.ts checks the
 // corpora and a hostile list against bash itself), the reading is an error too, so the gate reviews
 // the command rather than judge one bash would not run: see `Differentials` below.
 

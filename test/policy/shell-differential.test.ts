@@ -21,10 +21,10 @@ import { existsSync, readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
-import { parseCorpus, type EvalCase } from "../src/eval/corpus.ts";
-import { runCases } from "../src/eval/score.ts";
-import { buildEvalWorkspace, type EvalWorkspace } from "../src/eval/workspace.ts";
-import { extractCommands, type Extraction, type Redir } from "../src/policy/shell/parse.ts";
+import { parseCorpus, type EvalCase } from "../../src/eval/corpus.ts";
+import { runCases } from "../../src/eval/score.ts";
+import { buildEvalWorkspace, type EvalWorkspace } from "../../src/eval/workspace.ts";
+import { extractCommands, type Extraction, type Redir } from "../../src/policy/shell/parse.ts";
 
 const HOME = "/home/dev";
 
@@ -386,8 +386,8 @@ function compare(src: string, origin: string, bash: BashReading): Checked {
 }
 
 function corpusCommands(): { src: string; origin: string }[] {
-  const fixtures = fileURLToPath(new URL("./fixtures/", import.meta.url));
-  const shared = fileURLToPath(new URL("../../shared/eval/cases.jsonl", import.meta.url));
+  const fixtures = fileURLToPath(new URL("../fixtures/", import.meta.url));
+  const shared = fileURLToPath(new URL("../../../shared/eval/cases.jsonl", import.meta.url));
   const files = ["generalization.jsonl", "redteam.jsonl", "redteam2.jsonl"].map((f) => fixtures + f).concat(existsSync(shared) ? [shared] : []);
   const out: { src: string; origin: string }[] = [];
   for (const file of files) {

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { describe, test } from "node:test";
 import { pathToFileURL } from "node:url";
-import { extractCommands, MAX_SHELL_BYTES, type Arg, type Extraction, type Redir } from "../src/policy/shell/parse.ts";
+import { extractCommands, MAX_SHELL_BYTES, type Arg, type Extraction, type Redir } from "../../src/policy/shell/parse.ts";
 
 const HOME = "/home/dev";
 const D: unique symbol = Symbol("dynamic");
@@ -520,7 +520,7 @@ describe("shell extraction: constructs the gate relies on", () => {
 });
 
 // Pathological inputs run in a child process: a hang or a crash must fail the test, not stall it.
-const PARSE_URL = pathToFileURL(new URL("../src/policy/shell/parse.ts", import.meta.url).pathname).href;
+const PARSE_URL = pathToFileURL(new URL("../../src/policy/shell/parse.ts", import.meta.url).pathname).href;
 const SCRIPT_LINES = [
   ["git status --porcelain", 1],
   ["npm run build 2>&1 | tail -50", 2],
