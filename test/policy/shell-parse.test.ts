@@ -230,7 +230,7 @@ describe("shell extraction: malformed inputs fail closed", () => {
   });
 });
 
-// Where unbash reads a command differently from bash 5.2 (found by test/shell-differential.test.ts
+// Where unbash reads a command differently from bash 5.2 (found by test/policy/shell-differential.test.ts
 // and by mutating the corpora against `bash --pretty-print -n`), the reading must fail closed: a
 // parse error (the gate reviews it) or, for a single word, an unknown value. Each comment says
 // what bash does.
