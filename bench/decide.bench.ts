@@ -80,7 +80,9 @@ const CORPUS_ROUNDS = 20;
 const GENERATED = 10_000;
 
 function jsonSha(call: Call, cwd: string): string {
-  return createHash("sha256").update(JSON.stringify({ tool: call.tool, input: call.input, cwd })).digest("hex");
+  return createHash("sha256")
+    .update(JSON.stringify({ tool: call.tool, input: call.input, cwd }))
+    .digest("hex");
 }
 
 function row(label: string, t: { single: Stats; median5: Stats }): string {
@@ -127,13 +129,22 @@ function corpusFiles(): { files: string[]; from: string } {
     }
   }
   const fixtures = join(repo, "test", "fixtures");
-  const own = readdirSync(fixtures).filter((f) => f.endsWith(".jsonl")).sort().map((f) => join(fixtures, f));
+  const own = readdirSync(fixtures)
+    .filter((f) => f.endsWith(".jsonl"))
+    .sort()
+    .map((f) => join(fixtures, f));
   return { files: own, from: "the repository's own fixtures (no shared corpus found)" };
 }
 
 function loadCorpus(files: readonly string[], vars: Readonly<Record<string, string>>): Call[] {
   return files.flatMap((file) => {
-    const prefix = files.length > 1 ? `${file.split("/").pop()!.replace(/\.jsonl$/, "")}:` : "";
+    const prefix =
+      files.length > 1
+        ? `${file
+            .split("/")
+            .pop()!
+            .replace(/\.jsonl$/, "")}:`
+        : "";
     return parseCorpus(readFileSync(file, "utf8"), file).map((c) => ({ id: prefix + c.id, tool: c.tool, input: substitute(c.input, vars) }));
   });
 }
@@ -161,7 +172,9 @@ function scalingTable(setup: GateSetup): string[] {
       const ms = median(3, () => decideLikeTheExtension("bash", { command }, setup, "sandboxed")) / 1000;
       const a = analyzeShell(command, gate.judge.shell);
       const growth = (x: number, y: number | undefined) => (y === undefined || y === 0 ? "" : ` x${(x / y).toFixed(1)}`);
-      cells.push(`${String(kb).padStart(2)}K ${ms.toFixed(2).padStart(6)}ms${growth(ms, prev?.ms).padEnd(6)} ${String(a.steps).padStart(5)}st${growth(a.steps, prev?.steps).padEnd(6)} ${String(a.fsCalls).padStart(4)}fs`);
+      cells.push(
+        `${String(kb).padStart(2)}K ${ms.toFixed(2).padStart(6)}ms${growth(ms, prev?.ms).padEnd(6)} ${String(a.steps).padStart(5)}st${growth(a.steps, prev?.steps).padEnd(6)} ${String(a.fsCalls).padStart(4)}fs`,
+      );
       prev = { ms, steps: a.steps, fs: a.fsCalls };
       const d = decide("bash", { command }, gate, "sandboxed").decision;
       last = `${d.route}/${d.reason}`;
@@ -181,9 +194,25 @@ try {
 
   const { files, from } = corpusFiles();
   const corpus = loadCorpus(files, vars);
-  for (const b of BACKENDS) lines.push(row(`(a) corpus decide, ${b}`, timeEach(corpus, CORPUS_ROUNDS, (c) => decideLikeTheExtension(c.tool, c.input, setup, b))));
-  lines.push(row("(a) corpus preparation alone", timeEach(corpus, CORPUS_ROUNDS, () => prepareGate(setup))));
-  lines.push(row("(a) corpus baseline json+sha256", timeEach(corpus, CORPUS_ROUNDS, (c) => jsonSha(c, w.ws))));
+  for (const b of BACKENDS)
+    lines.push(
+      row(
+        `(a) corpus decide, ${b}`,
+        timeEach(corpus, CORPUS_ROUNDS, (c) => decideLikeTheExtension(c.tool, c.input, setup, b)),
+      ),
+    );
+  lines.push(
+    row(
+      "(a) corpus preparation alone",
+      timeEach(corpus, CORPUS_ROUNDS, () => prepareGate(setup)),
+    ),
+  );
+  lines.push(
+    row(
+      "(a) corpus baseline json+sha256",
+      timeEach(corpus, CORPUS_ROUNDS, (c) => jsonSha(c, w.ws)),
+    ),
+  );
 
   const next = generator(20240601);
   const generated: Call[] = Array.from({ length: GENERATED }, () => ({ tool: "bash", input: { command: next() } }));
@@ -201,10 +230,14 @@ try {
   const ratio = (base: Stats) => `p50 ${(s.p50 / base.p50).toFixed(1)}x, p99 ${(s.p99 / base.p99).toFixed(1)}x`;
   lines.push("");
   lines.push(`ratio (b) sandboxed decide / json+sha256 (median of 5): ${ratio(genSha.median5)}`);
-  lines.push(`ratio (b) sandboxed decide / unbash parse() (median of 5): ${ratio(genParse.median5)}  (parse() is lazy: nested parts are parsed when the gate walks them)`);
+  lines.push(
+    `ratio (b) sandboxed decide / unbash parse() (median of 5): ${ratio(genParse.median5)}  (parse() is lazy: nested parts are parsed when the gate walks them)`,
+  );
   const avgLen = generated.reduce((n, c) => n + (c.input as { command: string }).command.length, 0) / generated.length;
   const unique = new Set(generated.map((c) => (c.input as { command: string }).command)).size;
-  lines.push(`generated: ${generated.length} commands (${unique} distinct), mean ${avgLen.toFixed(0)} chars; routes sandboxed: ${routes(generated, setup, "sandboxed")}; review-only: ${routes(generated, setup, "review-only")}`);
+  lines.push(
+    `generated: ${generated.length} commands (${unique} distinct), mean ${avgLen.toFixed(0)} chars; routes sandboxed: ${routes(generated, setup, "sandboxed")}; review-only: ${routes(generated, setup, "review-only")}`,
+  );
   lines.push(`corpus: ${corpus.length} cases from ${files.join(", ")} (${from})`);
   lines.push(`slowest corpus cases (sandboxed, median of 5): ${slowest(corpus, setup, "sandboxed", 5)}`);
   lines.push("");

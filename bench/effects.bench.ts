@@ -95,7 +95,9 @@ for (let r = 0; r < RUNS; r++) {
 const sa = stats(applied);
 const sp = stats(plain);
 console.log(`10,000 files (${CREATE} created over ${FOLDERS} folders, ${OVERWRITE} overwritten, ${REMOVE} removed):`);
-console.log(`  applyEffects      min ${f(sa.min)}  median ${f(sa.median)}  ${sa.median <= TARGET_MS ? "<=" : "> "} ${TARGET_MS} ms target: ${sa.median <= TARGET_MS ? "met" : "MISSED"}`);
+console.log(
+  `  applyEffects      min ${f(sa.min)}  median ${f(sa.median)}  ${sa.median <= TARGET_MS ? "<=" : "> "} ${TARGET_MS} ms target: ${sa.median <= TARGET_MS ? "met" : "MISSED"}`,
+);
 console.log(`  rename/rm loops   min ${f(sp.min)}  median ${f(sp.median)}`);
 console.log(`  ratio (medians)   ${(sa.median / sp.median).toFixed(2)}x  (journal, pre-images, fsyncs, undo entry: ${f(sa.median - sp.median)} ms)`);
 
@@ -114,7 +116,15 @@ for (let r = 0; r < RUNS; r++) {
   const ws = join(dir, "ws");
   mkdirSync(ws, { recursive: true });
   writeTree(join(dir, "staged", "node_modules"));
-  const op: ApplyOp = { kind: "put", target: join(ws, "node_modules"), source: join(dir, "staged", "node_modules"), type: "dir", before: null, keep: false, stripSetid: false };
+  const op: ApplyOp = {
+    kind: "put",
+    target: join(ws, "node_modules"),
+    source: join(dir, "staged", "node_modules"),
+    type: "dir",
+    before: null,
+    keep: false,
+    stripSetid: false,
+  };
   let t = performance.now();
   await applyEffects({ store: effectStore(join(dir, "agent")), workspace: ws, command: "npm install", ops: [op], bounds: DEFAULT_UNDO_BOUNDS });
   treeApply.push(performance.now() - t);

@@ -40,7 +40,15 @@ const store = effectStore(join(root, "agent"));
 async function run(command: string, workspace: "direct" | "staged"): Promise<number> {
   const t = performance.now();
   const r = await controller.run(
-    { command, cwd: ws, scope: { places, protectedGlobs: [] }, env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, shell: "/bin/bash", workspace, settle: (end) => settleEffects({ ...end, places, protectedGlobs: [], command, store, bounds: DEFAULT_UNDO_BOUNDS }) },
+    {
+      command,
+      cwd: ws,
+      scope: { places, protectedGlobs: [] },
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+      shell: "/bin/bash",
+      workspace,
+      settle: (end) => settleEffects({ ...end, places, protectedGlobs: [], command, store, bounds: DEFAULT_UNDO_BOUNDS }),
+    },
     { onData: () => {} },
   );
   if (r.kind !== "exited" || r.exitCode !== 0 || r.effects?.outcome === "discarded") throw new Error(`${command}: ${JSON.stringify(r).slice(0, 400)}`);
@@ -52,7 +60,9 @@ const cases = [
   { name: "fresh install", prepare: () => rmSync(join(ws, "node_modules"), { recursive: true, force: true }), command: install },
   { name: "reinstall", prepare: () => {}, command: `rm -rf node_modules && ${install}` },
 ];
-console.log(`install-like writes of ${FILES} files, ${RUNS} runs each, interleaved (node ${process.versions.node}, ${cpus().length} cpus, load ${loadavg()[0]!.toFixed(2)})`);
+console.log(
+  `install-like writes of ${FILES} files, ${RUNS} runs each, interleaved (node ${process.versions.node}, ${cpus().length} cpus, load ${loadavg()[0]!.toFixed(2)})`,
+);
 for (const c of cases) {
   const direct: number[] = [];
   const staged: number[] = [];
@@ -64,7 +74,9 @@ for (const c of cases) {
   }
   const d = median(direct);
   const s = median(staged);
-  console.log(`${c.name.padEnd(14)} in place median ${d.toFixed(0)} ms, staged median ${s.toFixed(0)} ms, ratio ${(s / d).toFixed(2)} (${s <= d * 1.05 ? "not slower" : "SLOWER"})`);
+  console.log(
+    `${c.name.padEnd(14)} in place median ${d.toFixed(0)} ms, staged median ${s.toFixed(0)} ms, ratio ${(s / d).toFixed(2)} (${s <= d * 1.05 ? "not slower" : "SLOWER"})`,
+  );
 }
 await controller.drain();
 rmSync(root, { recursive: true, force: true });

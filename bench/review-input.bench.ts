@@ -79,20 +79,52 @@ function mentionsOf(c: EvalCase, input: unknown): { words: string[]; paths: stri
   const visit = (v: unknown, depth: number): void => {
     if (depth > 4) return;
     if (typeof v === "string") strings.push(v);
-    else if (Array.isArray(v)) v.forEach((x) => visit(x, depth + 1));
-    else if (typeof v === "object" && v !== null) Object.values(v).forEach((x) => visit(x, depth + 1));
+    else if (Array.isArray(v)) for (const x of v) visit(x, depth + 1);
+    else if (typeof v === "object" && v !== null) for (const x of Object.values(v)) visit(x, depth + 1);
   };
   visit(input, 0);
-  const tokens = strings.flatMap((s) => (s.length > 300 ? [] : s.split(/[\s;|&()<>`'"=,]+/))).filter((t) => t.length >= 3 && !t.startsWith("-") && !t.startsWith("$"));
-  const paths = [...new Set(tokens.filter((t) => t.includes("/") && !t.includes("://") && !t.includes(":") && !/[*?]/.test(t)).map((t) => (t.length > 1 ? t.replace(/\/+$/, "") : t)))];
+  const tokens = strings
+    .flatMap((s) => (s.length > 300 ? [] : s.split(/[\s;|&()<>`'"=,]+/)))
+    .filter((t) => t.length >= 3 && !t.startsWith("-") && !t.startsWith("$"));
+  const paths = [
+    ...new Set(
+      tokens.filter((t) => t.includes("/") && !t.includes("://") && !t.includes(":") && !/[*?]/.test(t)).map((t) => (t.length > 1 ? t.replace(/\/+$/, "") : t)),
+    ),
+  ];
   const words = [...new Set(tokens.flatMap((t) => t.split(/[/.:@]+/)).filter((w) => /^[A-Za-z][\w-]{2,}$/.test(w)))];
   if (words.length === 0) words.push(c.tool.replace(/^mcp__/, "").split("_")[0] ?? c.tool);
   return { words, paths };
 }
 
 const ENTRIES = [
-  "README.md", "CHANGELOG.md", "LICENSE", "Makefile", "package.json", "tsconfig.json", "index.ts", "util.ts", "cli.ts", "config.ts", "server.ts", "client.ts",
-  "types.d.ts", "notes.md", "lib", "test", "fixtures", "assets", "scripts", "docs", "examples", "vendor", "coverage", "tmp", "logs", "public", "styles.css", "main.go",
+  "README.md",
+  "CHANGELOG.md",
+  "LICENSE",
+  "Makefile",
+  "package.json",
+  "tsconfig.json",
+  "index.ts",
+  "util.ts",
+  "cli.ts",
+  "config.ts",
+  "server.ts",
+  "client.ts",
+  "types.d.ts",
+  "notes.md",
+  "lib",
+  "test",
+  "fixtures",
+  "assets",
+  "scripts",
+  "docs",
+  "examples",
+  "vendor",
+  "coverage",
+  "tmp",
+  "logs",
+  "public",
+  "styles.css",
+  "main.go",
 ];
 
 function listingOf(names: readonly string[]): string {
@@ -100,10 +132,17 @@ function listingOf(names: readonly string[]): string {
 }
 
 function lsLong(names: readonly string[]): string {
-  return ["total 112", ...names.map((n, i) => `${n.includes(".") ? "-rw-r--r--" : "drwxr-xr-x"}  1 dev  staff  ${String((i + 1) * 317).padStart(6)} Mar  3 10:${String(10 + (i % 50)).padStart(2, "0")} ${n}`)].join("\n");
+  return [
+    "total 112",
+    ...names.map(
+      (n, i) =>
+        `${n.includes(".") ? "-rw-r--r--" : "drwxr-xr-x"}  1 dev  staff  ${String((i + 1) * 317).padStart(6)} Mar  3 10:${String(10 + (i % 50)).padStart(2, "0")} ${n}`,
+    ),
+  ].join("\n");
 }
 
-const PARAGRAPH = "This module keeps the request handling in one place: parsing, validation, retries with backoff and the final response mapping. Callers pass a plain object and get a typed result back; errors are values, not exceptions.";
+const PARAGRAPH =
+  "This module keeps the request handling in one place: parsing, validation, retries with backoff and the final response mapping. Callers pass a plain object and get a typed result back; errors are values, not exceptions.";
 
 /**
  * `n` earlier transcript items for case `c` (user messages, tool calls and their results). In
@@ -123,27 +162,59 @@ function session(c: EvalCase, input: unknown, n: number, mode: Mode): Transcript
   };
   const ordinary = [
     () => toolCall("read", { path: "src/util.ts" }, `export function add(a, b) {\n  return a + b;\n}\n// ${PARAGRAPH}\n`),
-    () => toolCall("edit", { path: "src/util.ts", edits: [{ oldText: "return a + b;", newText: `return a + b; // ${PARAGRAPH.slice(0, 120)}` }] }, "Successfully replaced 1 block in src/util.ts."),
-    () => toolCall("bash", { command: "npm test 2>&1 | tail -40" }, `> demo@1.0.0 test\n> node --test\n\n${Array.from({ length: 12 }, (_, i) => `✔ case ${i} (0.${i}1ms)`).join("\n")}\nℹ tests 12\nℹ pass 12\nℹ fail 0`),
-    () => toolCall("grep", { pattern: "export function", path: "src", glob: "*.ts" }, Array.from({ length: 10 }, (_, i) => `src/mod${i}.ts:${i + 3}: export function step${i}(input: Input): Output {`).join("\n")),
+    () =>
+      toolCall(
+        "edit",
+        { path: "src/util.ts", edits: [{ oldText: "return a + b;", newText: `return a + b; // ${PARAGRAPH.slice(0, 120)}` }] },
+        "Successfully replaced 1 block in src/util.ts.",
+      ),
+    () =>
+      toolCall(
+        "bash",
+        { command: "npm test 2>&1 | tail -40" },
+        `> demo@1.0.0 test\n> node --test\n\n${Array.from({ length: 12 }, (_, i) => `✔ case ${i} (0.${i}1ms)`).join("\n")}\nℹ tests 12\nℹ pass 12\nℹ fail 0`,
+      ),
+    () =>
+      toolCall(
+        "grep",
+        { pattern: "export function", path: "src", glob: "*.ts" },
+        Array.from({ length: 10 }, (_, i) => `src/mod${i}.ts:${i + 3}: export function step${i}(input: Input): Output {`).join("\n"),
+      ),
     () => toolCall("ls", { path: "src" }, listingOf(ENTRIES)),
     () => toolCall("bash", { command: "git status --short" }, Array.from({ length: 12 }, (_, i) => ` M src/mod${i}.ts`).join("\n")),
     () => toolCall("find", { pattern: "**/*.ts", path: "src" }, Array.from({ length: 30 }, (_, i) => `src/${i % 3 ? "lib/" : ""}mod${i}.ts`).join("\n")),
-    () => toolCall("bash", { command: "git log --oneline -15" }, Array.from({ length: 15 }, (_, i) => `${(0xabc123 + i * 7919).toString(16)} Fix step ${i}: handle empty input`).join("\n")),
+    () =>
+      toolCall(
+        "bash",
+        { command: "git log --oneline -15" },
+        Array.from({ length: 15 }, (_, i) => `${(0xabc123 + i * 7919).toString(16)} Fix step ${i}: handle empty input`).join("\n"),
+      ),
   ];
   // The action's words and names in passing: none of these is about the action's own target.
   const loose = [
     () => {
       const w = pick(words);
-      toolCall("grep", { pattern: w, path: "." }, Array.from({ length: 8 }, (_, i) => `src/mod${i}.ts:${i * 7 + 2}: // ${w}: ${PARAGRAPH.slice(0, 60)}`).join("\n"));
+      toolCall(
+        "grep",
+        { pattern: w, path: "." },
+        Array.from({ length: 8 }, (_, i) => `src/mod${i}.ts:${i * 7 + 2}: // ${w}: ${PARAGRAPH.slice(0, 60)}`).join("\n"),
+      );
     },
     () => {
       const w = pick(words);
-      toolCall("bash", { command: `grep -rn "${w}" docs src | head -20` }, Array.from({ length: 8 }, (_, i) => `docs/guide-${i}.md:${i + 4}: ${w} is configured in the deploy notes`).join("\n"));
+      toolCall(
+        "bash",
+        { command: `grep -rn "${w}" docs src | head -20` },
+        Array.from({ length: 8 }, (_, i) => `docs/guide-${i}.md:${i + 4}: ${w} is configured in the deploy notes`).join("\n"),
+      );
     },
     () => {
       const w = pick(words);
-      toolCall("edit", { path: "docs/notes.md", edits: [{ oldText: "## Open questions", newText: `## Open questions\n\n- ${w}: ${PARAGRAPH}` }] }, "Successfully replaced 1 block in docs/notes.md.");
+      toolCall(
+        "edit",
+        { path: "docs/notes.md", edits: [{ oldText: "## Open questions", newText: `## Open questions\n\n- ${w}: ${PARAGRAPH}` }] },
+        "Successfully replaced 1 block in docs/notes.md.",
+      );
     },
     () => {
       const w = pick(words);
@@ -155,11 +226,19 @@ function session(c: EvalCase, input: unknown, n: number, mode: Mode): Transcript
     },
     () => {
       const w = pick(words);
-      toolCall("find", { pattern: `*${w}*`, path: "." }, [`docs/${w}.md`, `src/lib/${w}-helpers.ts`, `test/${w}.test.ts`, `examples/${w}/README.md`].join("\n"));
+      toolCall(
+        "find",
+        { pattern: `*${w}*`, path: "." },
+        [`docs/${w}.md`, `src/lib/${w}-helpers.ts`, `test/${w}.test.ts`, `examples/${w}/README.md`].join("\n"),
+      );
     },
     () => {
       const w = pick(words);
-      toolCall("write", { path: `docs/${w}-plan.md`, content: `# Plan for ${w}\n\n${PARAGRAPH}\n\n${PARAGRAPH}\n` }, `Successfully wrote 480 bytes to docs/${w}-plan.md`);
+      toolCall(
+        "write",
+        { path: `docs/${w}-plan.md`, content: `# Plan for ${w}\n\n${PARAGRAPH}\n\n${PARAGRAPH}\n` },
+        `Successfully wrote 480 bytes to docs/${w}-plan.md`,
+      );
     },
     // Near misses: the same path under another folder, or with something after its name.
     () => {
@@ -213,7 +292,10 @@ async function previousRules(): Promise<{ build: Build; dispose: () => void } | 
   const dir = mkdtempSync(join(tmpdir(), "pi-auto-mode-previous-input-"));
   const dispose = () => rmSync(dir, { recursive: true, force: true });
   // Its imports, pointed at this repository's modules.
-  text = text.replace(/from "\.\.?\/([^"]+)"/g, (_m, rel: string) => `from ${JSON.stringify(pathToFileURL(join(repo, "src", rel.startsWith("request/") ? "" : "review", rel)).href)}`);
+  text = text.replace(
+    /from "\.\.?\/([^"]+)"/g,
+    (_m, rel: string) => `from ${JSON.stringify(pathToFileURL(join(repo, "src", rel.startsWith("request/") ? "" : "review", rel)).href)}`,
+  );
   const file = join(dir, "input.previous.ts");
   writeFileSync(file, text);
   try {
@@ -285,7 +367,9 @@ let missed = false;
 try {
   const gate = evalGate(w);
   const vars = { ws: w.ws, home: w.home, tmp: w.tmp };
-  console.log(`corpus ${corpusPath}: ${cases.length} cases; budget ${DEFAULT_BUDGET}; system prompt ${estimateTokens(REVIEWER_SYSTEM_PROMPT)} + framing ${FRAMING_RESERVE} tokens in every figure`);
+  console.log(
+    `corpus ${corpusPath}: ${cases.length} cases; budget ${DEFAULT_BUDGET}; system prompt ${estimateTokens(REVIEWER_SYSTEM_PROMPT)} + framing ${FRAMING_RESERVE} tokens in every figure`,
+  );
   console.log(previous ? `previous rules: src/review/input.ts at ${PREVIOUS_RULES.slice(0, 10)}` : "previous rules: not available (no git history here)");
   const fmt = (r: Row) =>
     `median ${String(r.median).padStart(5)}  p95 ${String(r.p95).padStart(5)}  max ${String(r.max).padStart(5)}  evidence items median ${r.items} max ${r.itemsMax}  earlier user msgs median ${r.earlier}  build ${r.ms.toFixed(2)} ms${r.refused ? `  refused ${r.refused}` : ""}`;
@@ -298,15 +382,23 @@ try {
       if (decision.route !== "review" || !request) continue;
       routed.push({ c, input, action: actionForReview({ toolCallId: `call-${c.id}`, parentToolCallId: undefined, request, decision, transcript: [] }) });
     }
-    console.log(`\n${backend}: ${routed.length} review-routed cases  [targets: median <= ${MEDIAN_TARGET} at every length of the first session, p95 <= ${P95_TARGET} everywhere]`);
+    console.log(
+      `\n${backend}: ${routed.length} review-routed cases  [targets: median <= ${MEDIAN_TARGET} at every length of the first session, p95 <= ${P95_TARGET} everywhere]`,
+    );
     const none = routed.map(({ c, action }) => ({ id: c.id, action, transcript: transcriptFromUserMessages(c.user) }));
     const baseline = measure(none, buildReviewInput);
     console.log(`  ${"no history (baseline)".padEnd(34)} ${fmt(baseline)}`);
     if (previous) console.log(`  ${"no history, previous rules".padEnd(34)} ${fmt(measure(none, previous.build))}`);
     for (const mode of ["mentions", "exact"] as const) {
-      console.log(`  ${mode === "mentions" ? "session that mentions the action's words and names in passing" : "the same session, also visiting the exact target (every 50th item)"}:`);
+      console.log(
+        `  ${mode === "mentions" ? "session that mentions the action's words and names in passing" : "the same session, also visiting the exact target (every 50th item)"}:`,
+      );
       for (const n of SIZES) {
-        const withHistory = routed.map(({ c, action, input }) => ({ id: c.id, action, transcript: [...session(c, input, n, mode), ...transcriptFromUserMessages(c.user)] }));
+        const withHistory = routed.map(({ c, action, input }) => ({
+          id: c.id,
+          action,
+          transcript: [...session(c, input, n, mode), ...transcriptFromUserMessages(c.user)],
+        }));
         const now = measure(withHistory, buildReviewInput);
         // Where the exact target was visited, what bears on it is sent: only the p95 bound applies there.
         const ok = (mode === "exact" || now.median <= MEDIAN_TARGET) && now.p95 <= P95_TARGET;
@@ -315,7 +407,9 @@ try {
         console.log(`    ${label.padEnd(32)} ${fmt(now)}  x${(now.median / baseline.median).toFixed(2)} of baseline  ${ok ? "ok" : "MISSED"}`);
         if (previous) {
           const before = measure(withHistory, previous.build);
-          console.log(`    ${`${label}, previous rules`.padEnd(32)} ${fmt(before)}  x${(before.median / baseline.median).toFixed(2)} of baseline; now x${(now.median / before.median).toFixed(2)} of it`);
+          console.log(
+            `    ${`${label}, previous rules`.padEnd(32)} ${fmt(before)}  x${(before.median / baseline.median).toFixed(2)} of baseline; now x${(now.median / before.median).toFixed(2)} of it`,
+          );
         }
       }
     }

@@ -83,8 +83,12 @@ const f = (n: number) => n.toFixed(1).padStart(6);
 const cold = await sandboxed("true");
 
 console.log(`sandbox overhead, ${RUNS} runs each, interleaved (node ${process.versions.node}, ${cpus().length} cpus, load ${loadavg()[0]!.toFixed(2)})`);
-console.log(`probe (first ready(), includes dependency checks): ${probeMs.toFixed(1)} ms; first sandboxed command (creates placeholders): ${cold.toFixed(1)} ms`);
-console.log(`${"command".padEnd(12)} ${"plain min/median".padStart(18)} ${"in place min/median".padStart(20)} ${"staged min/median".padStart(18)} ${"staging adds".padStart(13)} ${"sandbox adds".padStart(13)}`);
+console.log(
+  `probe (first ready(), includes dependency checks): ${probeMs.toFixed(1)} ms; first sandboxed command (creates placeholders): ${cold.toFixed(1)} ms`,
+);
+console.log(
+  `${"command".padEnd(12)} ${"plain min/median".padStart(18)} ${"in place min/median".padStart(20)} ${"staged min/median".padStart(18)} ${"staging adds".padStart(13)} ${"sandbox adds".padStart(13)}`,
+);
 let worst = 0;
 let worstStaging = 0;
 const staged = status.backend === "sandboxed";
@@ -110,6 +114,9 @@ for (const command of ["true", "git status"]) {
 }
 if (!staged) console.log(`staging unavailable here (${status.reason}); only the in-place sandbox was measured`);
 console.log(`target: the whole sandbox adds <= ${TARGET_MS} ms at the median: ${worst <= TARGET_MS ? "met" : "NOT met"} (worst ${worst.toFixed(1)} ms)`);
-if (staged) console.log(`target: staging adds <= ${STAGING_TARGET_MS} ms over the in-place sandbox: ${worstStaging <= STAGING_TARGET_MS ? "met" : "NOT met"} (worst ${worstStaging.toFixed(1)} ms)`);
+if (staged)
+  console.log(
+    `target: staging adds <= ${STAGING_TARGET_MS} ms over the in-place sandbox: ${worstStaging <= STAGING_TARGET_MS ? "met" : "NOT met"} (worst ${worstStaging.toFixed(1)} ms)`,
+  );
 await controller.drain();
 rmSync(root, { recursive: true, force: true });

@@ -24,7 +24,14 @@ function home(name: string, install: boolean): NodeJS.ProcessEnv {
   const h = join(root, name);
   const agentDir = join(h, ".pi", "agent");
   mkdirSync(agentDir, { recursive: true });
-  const env = { ...process.env, PATH: [dirname(process.execPath), process.env.PATH ?? ""].join(delimiter), HOME: h, PI_CODING_AGENT_DIR: agentDir, PI_OFFLINE: "1", PI_SKIP_VERSION_CHECK: "1" };
+  const env = {
+    ...process.env,
+    PATH: [dirname(process.execPath), process.env.PATH ?? ""].join(delimiter),
+    HOME: h,
+    PI_CODING_AGENT_DIR: agentDir,
+    PI_OFFLINE: "1",
+    PI_SKIP_VERSION_CHECK: "1",
+  };
   if (install) execFileSync(piBin, ["install", repo], { cwd: ws, env, stdio: "ignore" });
   else writeFileSync(join(agentDir, "settings.json"), "{}\n");
   return env;
@@ -61,14 +68,24 @@ const cli: number[] = [];
 const bareBwrap: number[] = [];
 for (let i = 0; i < RUNS; i++) {
   cli.push(timed(process.execPath, [join(repo, "bin", "pi-auto-mode.js"), "sandbox", "--cwd", ws, "--", "true"]));
-  if (bwrapBin) bareBwrap.push(timed(process.execPath, ["-e", `require("node:child_process").spawnSync(${JSON.stringify(bwrapBin)}, ["--ro-bind", "/", "/", "--dev", "/dev", "--unshare-all", "--die-with-parent", "true"], { stdio: "inherit" })`]));
+  if (bwrapBin)
+    bareBwrap.push(
+      timed(process.execPath, [
+        "-e",
+        `require("node:child_process").spawnSync(${JSON.stringify(bwrapBin)}, ["--ro-bind", "/", "/", "--dev", "/dev", "--unshare-all", "--die-with-parent", "true"], { stdio: "inherit" })`,
+      ]),
+    );
 }
 console.log(`pi -p start-up, ${RUNS} runs each, interleaved (node ${process.versions.node}, ${cpus().length} cpus, load ${loadavg()[0]!.toFixed(2)})`);
 console.log(`first run with the extension (probes, remembers the pass): ${first.toFixed(0)} ms`);
-console.log(`without the extension: median ${median(a).toFixed(0)} ms; with it: median ${median(b).toFixed(0)} ms; added ${(median(b) - median(a)).toFixed(0)} ms (ratio ${(median(b) / median(a)).toFixed(2)})`);
+console.log(
+  `without the extension: median ${median(a).toFixed(0)} ms; with it: median ${median(b).toFixed(0)} ms; added ${(median(b) - median(a)).toFixed(0)} ms (ratio ${(median(b) / median(a)).toFixed(2)})`,
+);
 console.log(`target: added <= ${TARGET_MS} ms: ${median(b) - median(a) <= TARGET_MS ? "met" : "NOT met"}`);
 console.log(
   `pi-auto-mode sandbox -- true: median ${median(cli).toFixed(0)} ms` +
-    (bareBwrap.length ? `; node running one bare bwrap: median ${median(bareBwrap).toFixed(0)} ms (ratio ${(median(cli) / median(bareBwrap)).toFixed(2)})` : "; bwrap not found: no baseline"),
+    (bareBwrap.length
+      ? `; node running one bare bwrap: median ${median(bareBwrap).toFixed(0)} ms (ratio ${(median(cli) / median(bareBwrap)).toFixed(2)})`
+      : "; bwrap not found: no baseline"),
 );
 rmSync(root, { recursive: true, force: true });

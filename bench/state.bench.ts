@@ -21,7 +21,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import lockfile from "proper-lockfile";
-import { ARTIFACT_FILES, classify, LOCK_NAME, PUBLISH_ORDER, serializeConfig, serializeWatermark, type ArtifactName, type ArtifactRead } from "../src/state/artifacts.ts";
+import {
+  ARTIFACT_FILES,
+  classify,
+  LOCK_NAME,
+  PUBLISH_ORDER,
+  serializeConfig,
+  serializeWatermark,
+  type ArtifactName,
+  type ArtifactRead,
+} from "../src/state/artifacts.ts";
 import { nodeDurableFs, publishFile, sweepTemps } from "../src/state/durable-fs.ts";
 import { createDurableGlobalState } from "../src/state/durable-store.ts";
 import { applyChange, DEFAULT_SNAPSHOT, followingGlobalState } from "../src/state/global.ts";
@@ -100,7 +109,8 @@ async function previousCommit(dir: string, enabled: boolean): Promise<boolean> {
     if (c.kind === "fault") return false;
     const revision = (c.kind === "ok" ? c.watermark : 0) + 1;
     const next = applyChange(c.kind === "ok" ? c.snapshot : DEFAULT_SNAPSHOT, { enabled }, revision);
-    for (const a of PUBLISH_ORDER) publishFile(nodeDurableFs, dir, ARTIFACT_FILES[a], a === "config" ? serializeConfig(next) : serializeWatermark(revision), revision, () => true);
+    for (const a of PUBLISH_ORDER)
+      publishFile(nodeDurableFs, dir, ARTIFACT_FILES[a], a === "config" ? serializeConfig(next) : serializeWatermark(revision), revision, () => true);
     return true;
   } catch {
     return false;
@@ -154,7 +164,9 @@ async function contention(root: string, procs: number, count: number, impl: Impl
       if (out.startsWith("ready\n")) readyResolve();
     });
     const done = new Promise<{ ms: number[]; failures: string[] }>((resolve, reject) =>
-      proc.on("close", (code) => (code === 0 ? resolve(JSON.parse(out.slice("ready\n".length)) as { ms: number[]; failures: string[] }) : reject(new Error(`contender exited ${code}`)))),
+      proc.on("close", (code) =>
+        code === 0 ? resolve(JSON.parse(out.slice("ready\n".length)) as { ms: number[]; failures: string[] }) : reject(new Error(`contender exited ${code}`)),
+      ),
     );
     return { proc, ready, done };
   });
@@ -179,7 +191,8 @@ const PROCS = Number(flags.get("procs") || 8);
 const EACH = Number(flags.get("commits") || 50);
 
 const fmt = (x: number) => (x >= 1000 ? `${(x / 1000).toFixed(2)} ms` : `${x.toFixed(1)} µs`);
-const row = (name: string, s: Stats) => `  ${name.padEnd(44)} n=${String(s.n).padStart(6)}  p50 ${fmt(s.p50).padStart(9)}  p99 ${fmt(s.p99).padStart(9)}  max ${fmt(s.max).padStart(9)}`;
+const row = (name: string, s: Stats) =>
+  `  ${name.padEnd(44)} n=${String(s.n).padStart(6)}  p50 ${fmt(s.p50).padStart(9)}  p99 ${fmt(s.p99).padStart(9)}  max ${fmt(s.max).padStart(9)}`;
 
 const base = process.argv.slice(2).find((a) => !a.startsWith("--")) ?? tmpdir();
 mkdirSync(base, { recursive: true });
@@ -266,7 +279,9 @@ if (only === undefined || only === "contention") {
   console.log(line(`baseline: ${PROCS} processes, previous lock`, contendedBefore));
   const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
   // Served in turn, a commit waits for the others' commits: about PROCS x the lone commit.
-  console.log(`  -> ${PROCS}-way p99 vs the previous lock's: ${ratio(contended.ms.p99, contendedBefore.ms.p99)} (max ${ratio(contended.ms.max, contendedBefore.ms.max)}); vs ${PROCS} x the lone commit's p50 (strict turns): ${ratio(contended.ms.p99, PROCS * alone.ms.p50)}`);
+  console.log(
+    `  -> ${PROCS}-way p99 vs the previous lock's: ${ratio(contended.ms.p99, contendedBefore.ms.p99)} (max ${ratio(contended.ms.max, contendedBefore.ms.max)}); vs ${PROCS} x the lone commit's p50 (strict turns): ${ratio(contended.ms.p99, PROCS * alone.ms.p50)}`,
+  );
   const ok = contended.ms.p99 <= 100 && contended.failures === 0;
   console.log(`  -> ${PROCS}-way p99 ${contended.ms.p99.toFixed(1)} ms, ${contended.failures} failed: ${ok ? "within" : "OVER"} the target`);
 }

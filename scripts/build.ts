@@ -12,7 +12,9 @@ const outDir = process.argv[2] ?? join(root, "dist");
 /** Files read with readFileSync at run time (JSON imports are emitted by tsc itself). */
 const ASSET_DIRS = ["review/data"];
 
-execFileSync(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", join(root, "tsconfig.build.json"), "--outDir", outDir], { stdio: "inherit" });
+execFileSync(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", join(root, "tsconfig.build.json"), "--outDir", outDir], {
+  stdio: "inherit",
+});
 for (const dir of ASSET_DIRS) {
   const from = join(root, "src", dir);
   for (const name of readdirSync(from)) cpSync(join(from, name), join(outDir, dir, name));

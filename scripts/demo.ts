@@ -77,7 +77,9 @@ try {
   await pi.session.prompt("Type the add() helper, build, clean up the old build output, and close ENG-42 in the tracker.");
   const entries = pi.session.sessionManager.getEntries().flatMap((e) => (e.type === "custom" ? [e] : []));
   const records = entries.flatMap((e) => (e.customType === DECISION_ENTRY_TYPE ? [e.data as DecisionRecord] : []));
-  const reviews = new Map(entries.flatMap((e) => (e.customType === REVIEW_ENTRY_TYPE ? [[(e.data as ReviewRecord).toolCallId, e.data as ReviewRecord] as const] : [])));
+  const reviews = new Map(
+    entries.flatMap((e) => (e.customType === REVIEW_ENTRY_TYPE ? [[(e.data as ReviewRecord).toolCallId, e.data as ReviewRecord] as const] : [])),
+  );
   const results = toolResults(pi.session);
   const calls = pi.session.messages.flatMap((m) => (m.role === "assistant" ? m.content : [])).filter((c) => c.type === "toolCall");
   const rows = records.map((r, i) => {
@@ -91,9 +93,21 @@ try {
   console.log(`bash backend: ${backend.backend}${backend.backend === "sandboxed" ? "" : ` (${backend.reason})`}\n`);
   const keys = ["call", "route", "reason", "review", "outcome"] as const;
   const width = (k: (typeof keys)[number]) => Math.max(k.length, ...rows.map((r) => r[k].length));
-  const line = (r: Record<(typeof keys)[number], string>) => keys.map((k) => r[k].padEnd(width(k))).join("  ").trimEnd();
+  const line = (r: Record<(typeof keys)[number], string>) =>
+    keys
+      .map((k) => r[k].padEnd(width(k)))
+      .join("  ")
+      .trimEnd();
   console.log(line({ call: "call", route: "route", reason: "reason", review: "review", outcome: "outcome" }));
-  console.log(line({ call: "-".repeat(width("call")), route: "-".repeat(width("route")), reason: "-".repeat(width("reason")), review: "-".repeat(width("review")), outcome: "-".repeat(width("outcome")) }));
+  console.log(
+    line({
+      call: "-".repeat(width("call")),
+      route: "-".repeat(width("route")),
+      reason: "-".repeat(width("reason")),
+      review: "-".repeat(width("review")),
+      outcome: "-".repeat(width("outcome")),
+    }),
+  );
   for (const r of rows) console.log(line(r));
   console.log();
   console.log(`home canary alive:        ${existsSync(join(home, "canary"))}`);

@@ -73,7 +73,8 @@ export default function autoMode(pi: ExtensionAPI): void {
       store: () => effectStore(getAgentDir()),
       bounds: () => undoBounds(loadPolicyConfig({ agentDir: getAgentDir(), cwd: process.cwd(), home: homedir() })),
       // Held effects go to the reviewer only while auto mode gates with one configured.
-      reviewer: ({ toolCallId, ctx }) => (reviewHook && heldReviewer && runtime.effective("ok") === "auto" ? heldReviewer(reviewHook, { toolCallId, ctx, home: homedir() }) : undefined),
+      reviewer: ({ toolCallId, ctx }) =>
+        reviewHook && heldReviewer && runtime.effective("ok") === "auto" ? heldReviewer(reviewHook, { toolCallId, ctx, home: homedir() }) : undefined,
     },
   });
   pi.registerTool(bashTool);
@@ -125,7 +126,8 @@ export default function autoMode(pi: ExtensionAPI): void {
     runtime.setRequested(mode);
     // A fresh runtime on an old session file must not inherit "unrestricted" on a later reload.
     const last = [...entries].reverse().find((e) => e.customType === MODE_ENTRY_TYPE);
-    if (event.reason !== "reload" && last && (last.data as ModeEntry | undefined)?.mode !== "auto") pi.appendEntry<ModeEntry>(MODE_ENTRY_TYPE, { mode: "auto" });
+    if (event.reason !== "reload" && last && (last.data as ModeEntry | undefined)?.mode !== "auto")
+      pi.appendEntry<ModeEntry>(MODE_ENTRY_TYPE, { mode: "auto" });
     await runtime.global.read();
     // An apply a crash interrupted is finished (or reported) before any new command runs (P17).
     const { repairStaging } = await import("./sandbox/effects/repair.ts");
@@ -138,9 +140,13 @@ export default function autoMode(pi: ExtensionAPI): void {
     void sandbox.ready().then(() => {
       try {
         refresh(ctx);
-        if (runtime.backend() === "unavailable" && ctx.hasUI) ctx.ui.notify(`auto mode: the OS sandbox is unavailable, so shell commands are denied: ${backendReason()}`, "warning");
+        if (runtime.backend() === "unavailable" && ctx.hasUI)
+          ctx.ui.notify(`auto mode: the OS sandbox is unavailable, so shell commands are denied: ${backendReason()}`, "warning");
         if (runtime.backend() === "sandboxed-unstaged" && ctx.hasUI)
-          ctx.ui.notify(`auto mode: shell commands run in the sandbox but write the workspace in place, so git writes need review: ${backendReason()}`, "warning");
+          ctx.ui.notify(
+            `auto mode: shell commands run in the sandbox but write the workspace in place, so git writes need review: ${backendReason()}`,
+            "warning",
+          );
       } catch {
         // the session ended before the probe did
       }
@@ -187,7 +193,11 @@ export default function autoMode(pi: ExtensionAPI): void {
   // The gate itself, built at the first tool call (its modules are most of the extension).
   let gate: Promise<(event: ToolCallEvent, ctx: ExtensionContext) => Promise<ToolCallEventResult | undefined>> | undefined;
   const buildGate = async () => {
-    const [{ createToolCallGate }, review, { createReviewService }] = await Promise.all([import("./tools/tool-call-gate.ts"), import("./tools/review-call.ts"), import("./review/service.ts")]);
+    const [{ createToolCallGate }, review, { createReviewService }] = await Promise.all([
+      import("./tools/tool-call-gate.ts"),
+      import("./tools/review-call.ts"),
+      import("./review/service.ts"),
+    ]);
     reviews ??= createReviewService();
     heldReviewer = review.heldEffectsReviewer;
     reviewHook = review.createReviewHook({ runtime, service: reviews, ledger, record: (r) => pi.appendEntry(review.REVIEW_ENTRY_TYPE, r) });
@@ -209,13 +219,16 @@ export default function autoMode(pi: ExtensionAPI): void {
     });
   };
   pi.on("tool_call", async (event, ctx) => {
-    let handle;
+    let handle: Awaited<ReturnType<typeof buildGate>>;
     try {
       handle = await (gate ??= buildGate());
     } catch (e) {
       gate = undefined;
       // A gate that cannot be built decides nothing: the call does not run (P5).
-      return { block: true, reason: `${DENIAL_HEAD} Auto mode could not load its gate (${(e as Error)?.message ?? String(e)}), so this call does not run. ${DO_NOT_ROUTE_AROUND}` };
+      return {
+        block: true,
+        reason: `${DENIAL_HEAD} Auto mode could not load its gate (${(e as Error)?.message ?? String(e)}), so this call does not run. ${DO_NOT_ROUTE_AROUND}`,
+      };
     }
     return handle(event, ctx);
   });

@@ -35,7 +35,8 @@ function imports(file: string): Import[] {
   const text = readFileSync(file, "utf8");
   const out: Import[] = [];
   // Static imports and re-exports (type-only ones too: they are a dependency of the source), and dynamic import().
-  for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^;]*?\bfrom\s*["']([^"']+)["']|\bimport\(\s*["']([^"']+)["']\s*\)/g)) out.push({ file, spec: m[1] ?? m[2]! });
+  for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^;]*?\bfrom\s*["']([^"']+)["']|\bimport\(\s*["']([^"']+)["']\s*\)/g))
+    out.push({ file, spec: m[1] ?? m[2]! });
   return out;
 }
 

@@ -44,7 +44,11 @@ describe("promise manifest", () => {
       for (const ev of entry.tests) {
         assert.ok(existsSync(join(root, ev.file)), `${id}: ${ev.file} is missing`);
         const names = testNames(ev.file);
-        for (const fragment of ev.names) assert.ok(names.some((n) => n.includes(fragment)), `${id}: no test named like "${fragment}" in ${ev.file}`);
+        for (const fragment of ev.names)
+          assert.ok(
+            names.some((n) => n.includes(fragment)),
+            `${id}: no test named like "${fragment}" in ${ev.file}`,
+          );
       }
     });
   }

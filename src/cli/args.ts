@@ -80,5 +80,7 @@ export function parseArgs(command: string, argv: readonly string[], spec: Comman
 /** One value of a closed set, e.g. a backend name. */
 export function oneOf<T extends string>(command: string, flag: string, value: string, allowed: readonly T[]): T {
   if ((allowed as readonly string[]).includes(value)) return value as T;
-  throw new CliError(`${command}: unknown --${flag} ${JSON.stringify(value)} (expected ${allowed.length > 1 ? `${allowed.slice(0, -1).join(", ")} or ${allowed.at(-1)}` : allowed.join("")})`);
+  throw new CliError(
+    `${command}: unknown --${flag} ${JSON.stringify(value)} (expected ${allowed.length > 1 ? `${allowed.slice(0, -1).join(", ")} or ${allowed.at(-1)}` : allowed.join("")})`,
+  );
 }

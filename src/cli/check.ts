@@ -3,7 +3,7 @@
 import { realpathSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { resolve } from "node:path";
-import { BACKENDS, type Backend } from "../policy/types.ts";
+import { BACKENDS } from "../policy/types.ts";
 import { defaultTmpRoot, defaultTmpRootPath } from "../state/locations.ts";
 import { oneOf, parseArgs, type CommandSpec } from "./args.ts";
 import { CliError, EXIT, type Io } from "./io.ts";
@@ -127,7 +127,13 @@ export async function runCheck(argv: readonly string[], io: Io): Promise<number>
     const user = args.strings.get("user");
     reviewed =
       decision.route === "review" && canonical
-        ? await r.reviewRequest(setup, { request: canonical, decision, transcript: transcriptFromUserMessages(user === undefined ? [] : [user]), backend, id: "check" })
+        ? await r.reviewRequest(setup, {
+            request: canonical,
+            decision,
+            transcript: transcriptFromUserMessages(user === undefined ? [] : [user]),
+            backend,
+            id: "check",
+          })
         : r.unreviewed(decision.route, backend);
   }
 

@@ -85,7 +85,13 @@ export function satisfiesMinorRange(version: string, range: string): boolean {
 export interface DoctorReport {
   readonly ok: boolean;
   readonly node: { readonly version: string; readonly required: string };
-  readonly pi: { readonly status: "installed" | "not installed"; readonly version: string | null; readonly path: string | null; readonly supported: string; readonly compatible: boolean | null };
+  readonly pi: {
+    readonly status: "installed" | "not installed";
+    readonly version: string | null;
+    readonly path: string | null;
+    readonly supported: string;
+    readonly compatible: boolean | null;
+  };
   readonly agentDir: { readonly path: string; readonly source: "PI_CODING_AGENT_DIR" | "default" };
   readonly config: {
     readonly status: "ok" | "missing" | "fault";
@@ -134,8 +140,16 @@ export async function doctorReport(io: Io): Promise<DoctorReport> {
       return p;
     }
   };
-  const trust = installTrust(real(fileURLToPath(new URL("../..", import.meta.url)).replace(/\/+$/, "")), { workspace: real(io.cwd), tmpRoot: real(tmpRoot) }, io.env);
-  const install: DoctorReport["install"] = { root: trust.root, trust: trust.kind === "trusted" ? "trusted" : trust.optedIn ? "development copy" : "not trusted", line: installLine(trust) };
+  const trust = installTrust(
+    real(fileURLToPath(new URL("../..", import.meta.url)).replace(/\/+$/, "")),
+    { workspace: real(io.cwd), tmpRoot: real(tmpRoot) },
+    io.env,
+  );
+  const install: DoctorReport["install"] = {
+    root: trust.root,
+    trust: trust.kind === "trusted" ? "trusted" : trust.optedIn ? "development copy" : "not trusted",
+    line: installLine(trust),
+  };
   return {
     ok: config.status !== "fault" && sandbox.name !== "unavailable" && install.trust !== "not trusted",
     node: { version: process.versions.node, required: pkg.engines?.node ?? "" },
@@ -165,7 +179,12 @@ async function stateReport(agentDir: string): Promise<DoctorReport["state"]> {
     case "missing":
       return { status: "missing", path: store.location, revision: null, message: "nothing stored yet: auto mode is on, no reviewer" };
     case "ok":
-      return { status: "ok", path: store.location, revision: r.snapshot.revision, message: `revision ${r.snapshot.revision}, auto mode ${r.snapshot.enabled ? "on" : "off"}` };
+      return {
+        status: "ok",
+        path: store.location,
+        revision: r.snapshot.revision,
+        message: `revision ${r.snapshot.revision}, auto mode ${r.snapshot.enabled ? "on" : "off"}`,
+      };
     case "fault":
       return {
         status: "fault",
@@ -193,17 +212,23 @@ function human(r: DoctorReport): string {
     ["tmp root", r.tmpRoot],
     ["backend", r.backend.why],
     ...r.sandbox.facts.map((f): [string, string] => ["", f]),
-    ...(r.sandbox.probe ? [["probe", r.sandbox.probe.ok ? `ok in ${r.sandbox.probe.ms} ms (${r.sandbox.probe.driver})` : `failed: ${r.sandbox.probe.reason}`] as [string, string]] : []),
+    ...(r.sandbox.probe
+      ? [["probe", r.sandbox.probe.ok ? `ok in ${r.sandbox.probe.ms} ms (${r.sandbox.probe.driver})` : `failed: ${r.sandbox.probe.reason}`] as [string, string]]
+      : []),
     ...r.sandbox.missing.map((m): [string, string] => ["missing", m]),
     ["reviewer", r.reviewer.why],
     ["install", r.install.line],
   ];
   const problems = [
     ...(r.config.status === "fault" ? ["PROBLEM: the configuration is invalid; auto mode denies every call until it is fixed."] : []),
-    ...(r.state.status === "fault" ? ["PROBLEM: auto mode's global state is damaged; calls that need review or the sandbox are denied until it is repaired."] : []),
+    ...(r.state.status === "fault"
+      ? ["PROBLEM: auto mode's global state is damaged; calls that need review or the sandbox are denied until it is repaired."]
+      : []),
     ...(r.backend.name === "unavailable" ? ["PROBLEM: the OS sandbox is unavailable; auto mode denies every shell command until it is fixed."] : []),
     ...(r.install.trust === "not trusted"
-      ? [`PROBLEM: this copy of auto mode is inside a folder the agent can write here, so in this folder it lets only plain reads run. Install it elsewhere, or start Pi with ${WRITABLE_COPY_ENV}=1 to develop it.`]
+      ? [
+          `PROBLEM: this copy of auto mode is inside a folder the agent can write here, so in this folder it lets only plain reads run. Install it elsewhere, or start Pi with ${WRITABLE_COPY_ENV}=1 to develop it.`,
+        ]
       : []),
   ];
   return rows.map(([k, v]) => `${k.padEnd(10)} ${v}`).join("\n") + "\n" + (problems.length > 0 ? `\n${problems.join("\n")}\n` : "");

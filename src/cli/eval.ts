@@ -93,13 +93,15 @@ function table(failures: readonly Failure[]): string {
 
 function humanSummary(s: EvalSummary): string {
   const r = s.by_route;
-  return [
-    `corpus     ${s.corpus} (${s.cases} cases, backend ${s.backend})`,
-    `violations ${s.violations}`,
-    `friction   ${s.friction} of ${s.allow_cases} allow cases (rate ${s.friction_rate})`,
-    `routes     allow ${r.allow}, sandbox ${r.sandbox}, review ${r.review}, deny ${r.deny}`,
-    `decide_us  p50 ${s.decide_us.p50}, p99 ${s.decide_us.p99}, max ${s.decide_us.max}`,
-  ].join("\n") + "\n";
+  return (
+    [
+      `corpus     ${s.corpus} (${s.cases} cases, backend ${s.backend})`,
+      `violations ${s.violations}`,
+      `friction   ${s.friction} of ${s.allow_cases} allow cases (rate ${s.friction_rate})`,
+      `routes     allow ${r.allow}, sandbox ${r.sandbox}, review ${r.review}, deny ${r.deny}`,
+      `decide_us  p50 ${s.decide_us.p50}, p99 ${s.decide_us.p99}, max ${s.decide_us.max}`,
+    ].join("\n") + "\n"
+  );
 }
 
 export async function runEval(argv: readonly string[], io: Io): Promise<number> {

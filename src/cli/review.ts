@@ -105,8 +105,22 @@ export async function openReviewer(command: string, env: NodeJS.ProcessEnv, opti
   }
   const { processGlobalState } = await import("../state/global.ts");
   const r = await processGlobalState(agentDir).read();
-  if (r.kind === "fault") return { models: piReviewerModels(registry), reviewer: undefined, missing: `auto mode's global state in ${agentDir} is damaged (${r.fault.detail})`, agentDir, options };
-  if (!r.snapshot.reviewer) return { models: piReviewerModels(registry), reviewer: undefined, missing: `no reviewer is configured in ${agentDir} (use /perm-auto-model in Pi, or --reviewer)`, agentDir, options };
+  if (r.kind === "fault")
+    return {
+      models: piReviewerModels(registry),
+      reviewer: undefined,
+      missing: `auto mode's global state in ${agentDir} is damaged (${r.fault.detail})`,
+      agentDir,
+      options,
+    };
+  if (!r.snapshot.reviewer)
+    return {
+      models: piReviewerModels(registry),
+      reviewer: undefined,
+      missing: `no reviewer is configured in ${agentDir} (use /perm-auto-model in Pi, or --reviewer)`,
+      agentDir,
+      options,
+    };
   return { models: piReviewerModels(registry), reviewer: r.snapshot.reviewer, missing: undefined, agentDir, options };
 }
 
@@ -146,13 +160,22 @@ export function unreviewed(route: Decision["route"], backend: Backend): ReviewRe
 /** Review one call routed to review, through the same admission code as the extension. */
 export async function reviewRequest(
   setup: ReviewerSetup,
-  call: { readonly request: CanonicalRequest; readonly decision: Decision; readonly transcript: readonly TranscriptItem[]; readonly backend: Backend; readonly id: string },
+  call: {
+    readonly request: CanonicalRequest;
+    readonly decision: Decision;
+    readonly transcript: readonly TranscriptItem[];
+    readonly backend: Backend;
+    readonly id: string;
+  },
 ): Promise<ReviewReport> {
   const { reviewAndAdmit } = await import("../grants/admit.ts");
   const { createReviewService } = await import("../review/service.ts");
   const { createLimiter } = await import("../review/limiter.ts");
   // One service per call: a CLI run is not a turn, so the breaker must not carry across cases.
-  const service = createReviewService({ limiter: sharedLimiter ??= createLimiter(4, 1000), limits: { budget: setup.options.budget, deadlineMs: setup.options.deadlineMs } });
+  const service = createReviewService({
+    limiter: (sharedLimiter ??= createLimiter(4, 1000)),
+    limits: { budget: setup.options.budget, deadlineMs: setup.options.deadlineMs },
+  });
   const a = await reviewAndAdmit(
     { toolCallId: call.id, parentToolCallId: undefined, request: call.request, decision: call.decision, transcript: call.transcript },
     {
@@ -185,10 +208,14 @@ let sharedLimiter: import("../review/limiter.ts").Limiter | undefined;
 export function reviewRows(r: ReviewReport): Array<[string, string]> {
   const rows: Array<[string, string]> = [["decision", r.decision + (r.run === "sandbox" ? " (inside the sandbox)" : "")]];
   if (r.reviewer) rows.push(["reviewer", r.reviewer]);
-  if (r.verdict) rows.push(["verdict", `${r.verdict.outcome} (risk ${r.verdict.risk_level}, user authorization ${r.verdict.user_authorization}): ${r.verdict.rationale}`]);
+  if (r.verdict)
+    rows.push(["verdict", `${r.verdict.outcome} (risk ${r.verdict.risk_level}, user authorization ${r.verdict.user_authorization}): ${r.verdict.rationale}`]);
   if (r.failure) rows.push(["failure", r.detail ? (r.detail.startsWith(r.failure) ? r.detail : `${r.failure}: ${r.detail}`) : r.failure]);
   if (r.attempts > 0 || r.inputTokens > 0)
-    rows.push(["usage", `${r.usage.input} in, ${r.usage.output} out${r.usage.cost.total > 0 ? `, $${r.usage.cost.total.toFixed(6)}` : ""}; ${r.attempts} call(s), ${r.inputTokens} input tokens estimated, ${r.durationMs} ms`]);
+    rows.push([
+      "usage",
+      `${r.usage.input} in, ${r.usage.output} out${r.usage.cost.total > 0 ? `, $${r.usage.cost.total.toFixed(6)}` : ""}; ${r.attempts} call(s), ${r.inputTokens} input tokens estimated, ${r.durationMs} ms`,
+    ]);
   return rows;
 }
 
@@ -282,10 +309,9 @@ export async function reviewCases(
     // (a second decision can differ where the analysis clock cut the first one short).
     const decision = routed.get(c.id)!;
     const { request } = decide(c.tool, substitute(c.input, vars), gate, backend);
-    const report =
-      request
-        ? await reviewRequest(setup, { request, decision, transcript: transcriptFromUserMessages(c.user), backend, id: `eval-${c.id}` })
-        : unreviewed(decision.route, backend);
+    const report = request
+      ? await reviewRequest(setup, { request, decision, transcript: transcriptFromUserMessages(c.user), backend, id: `eval-${c.id}` })
+      : unreviewed(decision.route, backend);
     return { ...report, id: c.id, expect: c.expect };
   });
 }
@@ -321,18 +347,31 @@ export function summarizeReviews(setup: ReviewerSetup, reviews: readonly CaseRev
 export function humanReviewSummary(s: EvalReviewSummary): string {
   const head = `reviewer   ${s.reviewer ?? `none (${s.missing ?? "not configured"})`}: ${s.reviewed} review-routed cases`;
   const labels = Object.entries(s.by_label).map(
-    ([label, o]) => `  ${label.padEnd(8)} reviewed ${o.reviewed}, allowed ${o.allowed}, denied ${o.denied}, failed ${o.failed}; tokens ${o.input_tokens} in, ${o.output_tokens} out${o.cost > 0 ? `, $${o.cost.toFixed(4)}` : ""}`,
+    ([label, o]) =>
+      `  ${label.padEnd(8)} reviewed ${o.reviewed}, allowed ${o.allowed}, denied ${o.denied}, failed ${o.failed}; tokens ${o.input_tokens} in, ${o.output_tokens} out${o.cost > 0 ? `, $${o.cost.toFixed(4)}` : ""}`,
   );
-  const fails = Object.keys(s.failures).length ? [`  failures ${Object.entries(s.failures).map(([k, v]) => `${k} ${v}`).join(", ")}`] : [];
-  return [head, ...labels, ...fails, `  total    ${s.usage.input} tokens in, ${s.usage.output} out${s.usage.cost > 0 ? `, $${s.usage.cost.toFixed(4)}` : ""}`].join("\n") + "\n";
+  const fails = Object.keys(s.failures).length
+    ? [
+        `  failures ${Object.entries(s.failures)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(", ")}`,
+      ]
+    : [];
+  return (
+    [head, ...labels, ...fails, `  total    ${s.usage.input} tokens in, ${s.usage.output} out${s.usage.cost > 0 ? `, $${s.usage.cost.toFixed(4)}` : ""}`].join(
+      "\n",
+    ) + "\n"
+  );
 }
 
 /** For `doctor`: the reviewer stored in the agent dir, without loading Pi's model runtime. */
 export async function reviewerStatus(agentDir: string): Promise<{ readonly configured: boolean; readonly why: string }> {
   const { processGlobalState } = await import("../state/global.ts");
   const r = await processGlobalState(agentDir).read();
-  if (r.kind === "fault") return { configured: false, why: `unknown: auto mode's global state is damaged (${r.fault.detail}); calls that need review are denied` };
+  if (r.kind === "fault")
+    return { configured: false, why: `unknown: auto mode's global state is damaged (${r.fault.detail}); calls that need review are denied` };
   const s = r.snapshot.reviewer;
-  if (!s) return { configured: false, why: "none: calls that need review are denied (choose one with /perm-auto-model; test it with pi-auto-mode check --review)" };
+  if (!s)
+    return { configured: false, why: "none: calls that need review are denied (choose one with /perm-auto-model; test it with pi-auto-mode check --review)" };
   return { configured: true, why: `${s.provider}/${s.model} (thinking ${s.thinking}); test it with pi-auto-mode check --review` };
 }

@@ -59,7 +59,8 @@ export async function runSandbox(argv: readonly string[], io: Io): Promise<numbe
   if (!existsSync(cwd)) throw new CliError(`sandbox: --cwd ${cwd} does not exist`);
   const timeoutText = args.strings.get("timeout");
   const timeout = timeoutText === undefined ? undefined : Number(timeoutText);
-  if (timeout !== undefined && (!Number.isFinite(timeout) || timeout <= 0)) throw new CliError(`sandbox: --timeout must be a positive number of seconds, not ${JSON.stringify(timeoutText)}`);
+  if (timeout !== undefined && (!Number.isFinite(timeout) || timeout <= 0))
+    throw new CliError(`sandbox: --timeout must be a positive number of seconds, not ${JSON.stringify(timeoutText)}`);
 
   const [{ loadPolicyConfig, undoBounds }, { buildPlaces }, { agentDirFromEnv, defaultTmpRoot, selfPaths }] = await Promise.all([
     import("../policy/config/load.ts"),
@@ -96,7 +97,8 @@ export async function runSandbox(argv: readonly string[], io: Io): Promise<numbe
     io.err(`pi-auto-mode sandbox: no OS sandbox (${status.backend}): ${status.reason}\n`);
     return SANDBOX_EXIT.unavailable;
   }
-  if (status.backend === "sandboxed-unstaged") io.err(`pi-auto-mode sandbox: the workspace cannot be staged here (${status.reason}); the command writes it in place\n`);
+  if (status.backend === "sandboxed-unstaged")
+    io.err(`pi-auto-mode sandbox: the workspace cannot be staged here (${status.reason}); the command writes it in place\n`);
   const shell = existsSync("/bin/bash") ? "/bin/bash" : (linux.findOnPath("bash", io.env) ?? "bash");
   const abort = new AbortController();
   const onSignal = () => abort.abort();

@@ -27,7 +27,6 @@ Exit status: 0 undone (or listed); 1 refused (the reason is printed); 2 bad inpu
 
 const SPEC: CommandSpec = { flags: { cwd: "string", list: "boolean" }, positionals: [], optional: ["N"], rest: false };
 
-
 export async function runUndo(argv: readonly string[], io: Io): Promise<number> {
   const args = parseArgs("undo", argv, SPEC);
   if (args.help) {
@@ -49,7 +48,10 @@ export async function runUndo(argv: readonly string[], io: Io): Promise<number> 
   if (args.booleans.has("list")) {
     const entries = listUndo(store, workspace);
     if (entries.length === 0) io.out(`nothing to undo in ${workspace}\n`);
-    entries.forEach((e, i) => io.out(`${i + 1}  ${new Date(e.manifest.at).toISOString()}  ${e.manifest.ops.length} change(s)${e.manifest.kept ? "" : " (not kept: cannot be undone)"}  ${e.manifest.command.split("\n")[0]!.slice(0, 100)}\n`));
+    for (const [i, e] of entries.entries())
+      io.out(
+        `${i + 1}  ${new Date(e.manifest.at).toISOString()}  ${e.manifest.ops.length} change(s)${e.manifest.kept ? "" : " (not kept: cannot be undone)"}  ${e.manifest.command.split("\n")[0]!.slice(0, 100)}\n`,
+      );
     return EXIT.ok;
   }
   const r = undoLast(store, workspace, steps);

@@ -31,7 +31,12 @@ export function setMode(pi: ExtensionAPI, deps: CommandDeps, ctx: ExtensionComma
   deps.onModeChange?.("the permission mode changed");
   pi.appendEntry<ModeEntry>(MODE_ENTRY_TYPE, { mode });
   deps.refresh(ctx);
-  say(ctx, mode === "unrestricted" ? "This runtime is now unrestricted: tool calls run without auto mode's checks (hard denies still apply)." : "This runtime is now in auto mode.");
+  say(
+    ctx,
+    mode === "unrestricted"
+      ? "This runtime is now unrestricted: tool calls run without auto mode's checks (hard denies still apply)."
+      : "This runtime is now in auto mode.",
+  );
 }
 
 function describeSnapshot(s: GlobalSnapshot): string {

@@ -42,7 +42,10 @@ export type ParsedReviewerArgs =
 
 /** "provider/model [thinking]": split at the first "/", because model ids may contain "/". */
 export function parseReviewerArgs(args: string): ParsedReviewerArgs {
-  const words = args.trim().split(/\s+/).filter((w) => w !== "");
+  const words = args
+    .trim()
+    .split(/\s+/)
+    .filter((w) => w !== "");
   if (words.length === 0) return { ok: false, message: USAGE };
   if (words.length > 2) return { ok: false, message: `Too many arguments. ${USAGE}` };
   const ref = words[0]!;
@@ -71,7 +74,8 @@ export async function validateReviewer(catalog: ReviewerCatalog, provider: strin
   }
   const levels: readonly string[] = getSupportedThinkingLevels(model);
   const level = thinking ?? defaultThinking(levels);
-  if (!isThinkingLevel(level) || !levels.includes(level)) return { ok: false, message: `${provider}/${modelId} does not support thinking level "${level}" (supported: ${levels.join(", ")}).` };
+  if (!isThinkingLevel(level) || !levels.includes(level))
+    return { ok: false, message: `${provider}/${modelId} does not support thinking level "${level}" (supported: ${levels.join(", ")}).` };
   if ((await catalog.getProviderAuth(provider)) === undefined)
     return { ok: false, message: `Provider ${provider} has no credentials configured in Pi (use /login, or set its API key), so it cannot review.` };
   return { ok: true, reviewer: { provider, model: modelId, thinking: level } };
@@ -124,14 +128,23 @@ export function registerReviewerCommand(pi: ExtensionAPI, deps: ReviewerCommandD
       }
       const parsed = parseReviewerArgs(ref ?? "");
       const model = parsed.ok ? catalog.find(parsed.provider, parsed.model) : undefined;
-      return model ? getSupportedThinkingLevels(model).filter((l) => l.startsWith(level)).map((l) => ({ value: `${ref} ${l}`, label: l })) : null;
+      return model
+        ? getSupportedThinkingLevels(model)
+            .filter((l) => l.startsWith(level))
+            .map((l) => ({ value: `${ref} ${l}`, label: l }))
+        : null;
     },
     handler: async (args, ctx) => {
       let wanted: { provider: string; model: string; thinking: string | undefined } | undefined;
       if (args.trim() === "") {
         if (!ctx.hasUI) {
           const r = await deps.runtime.global.read();
-          const current = r.kind === "fault" ? "unknown (global state is damaged)" : r.snapshot.reviewer ? `${r.snapshot.reviewer.provider}/${r.snapshot.reviewer.model} (thinking ${r.snapshot.reviewer.thinking})` : "none";
+          const current =
+            r.kind === "fault"
+              ? "unknown (global state is damaged)"
+              : r.snapshot.reviewer
+                ? `${r.snapshot.reviewer.provider}/${r.snapshot.reviewer.model} (thinking ${r.snapshot.reviewer.thinking})`
+                : "none";
           say(ctx, `${USAGE}\nCurrent reviewer: ${current}.`);
           return;
         }
@@ -152,7 +165,11 @@ export function registerReviewerCommand(pi: ExtensionAPI, deps: ReviewerCommandD
       }
       const result = await deps.runtime.global.setReviewer(valid.reviewer);
       deps.onReviewerChange("the reviewer model changed");
-      const m = commitMessage(result, (s) => `Reviewer set to ${s.reviewer?.provider}/${s.reviewer?.model} (thinking ${s.reviewer?.thinking}) for every Pi of this user`, deps.runtime.global.location);
+      const m = commitMessage(
+        result,
+        (s) => `Reviewer set to ${s.reviewer?.provider}/${s.reviewer?.model} (thinking ${s.reviewer?.thinking}) for every Pi of this user`,
+        deps.runtime.global.location,
+      );
       say(ctx, m.text, m.level);
       if (result.kind === "committed") setMode(pi, deps, ctx, "auto");
       else deps.refresh(ctx);

@@ -28,7 +28,17 @@ export function registerUndoCommand(pi: ExtensionAPI): void {
       const store = effectStore(getAgentDir());
       if (arg === "list") {
         const entries = listUndo(store, workspace);
-        say(ctx, entries.length === 0 ? "Nothing to undo in this workspace." : entries.map((e, i) => `${i + 1}. ${e.manifest.command.split("\n")[0]!.slice(0, 100)} (${e.manifest.ops.length} change(s), ${new Date(e.manifest.at).toLocaleTimeString()})`).join("\n"));
+        say(
+          ctx,
+          entries.length === 0
+            ? "Nothing to undo in this workspace."
+            : entries
+                .map(
+                  (e, i) =>
+                    `${i + 1}. ${e.manifest.command.split("\n")[0]!.slice(0, 100)} (${e.manifest.ops.length} change(s), ${new Date(e.manifest.at).toLocaleTimeString()})`,
+                )
+                .join("\n"),
+        );
         return;
       }
       const steps = arg === "" ? 1 : Number(arg);

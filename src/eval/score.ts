@@ -79,7 +79,8 @@ export function runCases(cases: readonly EvalCase[], backend: Exclude<Backend, "
   const scored = cases.filter((c) => c.backend === undefined || c.backend === backend || (c.backend === "sandboxed" && isSandboxed(backend)));
   const inputs = scored.map((c) => substitute(c.input, vars));
   // Warm-up: let the JIT and the file-system caches settle before anything is timed.
-  for (let round = 0; round < WARM_UP_ROUNDS; round++) inputs.forEach((input, i) => decideLikeTheExtension(scored[i]!.tool, input, setup, backend));
+  for (let round = 0; round < WARM_UP_ROUNDS; round++)
+    for (const [i, input] of inputs.entries()) decideLikeTheExtension(scored[i]!.tool, input, setup, backend);
   return scored.map((c, i) => {
     // The median of a few timed runs: one decision's cost without a stray GC pause in it.
     const samples: number[] = [];
@@ -89,7 +90,10 @@ export function runCases(cases: readonly EvalCase[], backend: Exclude<Backend, "
       decision = decideLikeTheExtension(c.tool, inputs[i], setup, backend).decision;
       samples.push(Number(process.hrtime.bigint() - t0) / 1000);
     }
-    const micros = percentile(samples.sort((a, b) => a - b), 50);
+    const micros = percentile(
+      samples.sort((a, b) => a - b),
+      50,
+    );
     return {
       id: c.id,
       expect: c.expect,

@@ -41,7 +41,13 @@ export interface AdmitEnv {
  */
 export type ReviewAdmission =
   | { readonly kind: "admit"; readonly run: "direct" | "sandbox"; readonly review: ReviewResult; readonly binding: ReviewBinding }
-  | { readonly kind: "deny"; readonly text: string; readonly review: ReviewResult | undefined; readonly binding: ReviewBinding | undefined; readonly changed: string | undefined };
+  | {
+      readonly kind: "deny";
+      readonly text: string;
+      readonly review: ReviewResult | undefined;
+      readonly binding: ReviewBinding | undefined;
+      readonly changed: string | undefined;
+    };
 
 export function actionForReview(call: ReviewCall): ActionForReview {
   return {

@@ -35,7 +35,12 @@ export function bindingChange(b: ReviewBinding, now: BindingNow): string | undef
   if (now.hash !== b.hash) return "the call's arguments";
   if (!now.auto) return "the permission mode";
   if (now.sessionRevision !== b.sessionRevision) return "the permission mode";
-  if (!now.reviewer || now.reviewer.provider !== b.reviewer.provider || now.reviewer.model !== b.reviewer.model || now.reviewer.thinking !== b.reviewer.thinking)
+  if (
+    !now.reviewer ||
+    now.reviewer.provider !== b.reviewer.provider ||
+    now.reviewer.model !== b.reviewer.model ||
+    now.reviewer.thinking !== b.reviewer.thinking
+  )
     return "the reviewer model";
   if (now.globalRevision !== b.globalRevision) return "the auto-mode settings";
   if (now.backend !== b.backend) return "the sandbox backend";

@@ -121,7 +121,7 @@ const S_IFDIR = 0o040000;
 function cachedPlaces(setup: GateSetup, tmpRoot: string, book: StampBook): { places: Places; trusted: ReadonlyMap<string, string> } {
   const key = `${setup.cwd}\0${tmpRoot}\0${setup.home}\0${setup.agentDir}\0${setup.selfPaths.join("\0")}`;
   const hit = placesCache.get(key);
-  if (hit && hit.settled && unchanged(hit.deps, book)) return { places: hit.places, trusted: hit.trusted };
+  if (hit?.settled && unchanged(hit.deps, book)) return { places: hit.places, trusted: hit.trusted };
   // Stamped before the places are read: a change while they are read shows at the next call.
   const now = Date.now();
   const before = placesDependencies(setup, tmpRoot, undefined, now);
@@ -213,6 +213,10 @@ export function decide(tool: string, input: unknown, gate: GateContext, backend:
     return { request: built.request, judgement, decision: route(judgement, backend, gate.config) };
   } catch (e) {
     // Silence is never consent (P5): a bug in the gate denies the call.
-    return { request: undefined, judgement: undefined, decision: decision("deny", "gate-error", `The gate failed while judging this call: ${(e as Error).message}`) };
+    return {
+      request: undefined,
+      judgement: undefined,
+      decision: decision("deny", "gate-error", `The gate failed while judging this call: ${(e as Error).message}`),
+    };
   }
 }

@@ -67,13 +67,25 @@ function editsLikePi(input: Record<string, unknown>): unknown {
 function shapeProblem(tool: string, input: Record<string, unknown>): string | undefined {
   switch (tool) {
     case "read":
-      return !isString(input.path) ? "path must be a string" : !isOptional(input.offset, isCount) || !isOptional(input.limit, isCount) ? "offset/limit must be numbers" : undefined;
+      return !isString(input.path)
+        ? "path must be a string"
+        : !isOptional(input.offset, isCount) || !isOptional(input.limit, isCount)
+          ? "offset/limit must be numbers"
+          : undefined;
     case "write":
       return !isString(input.path) ? "path must be a string" : !isString(input.content) ? "content must be a string" : undefined;
     case "edit":
-      return !isString(input.path) ? "path must be a string" : !validEdits(editsLikePi(input)) ? "edits must be a non-empty list of {oldText, newText}" : undefined;
+      return !isString(input.path)
+        ? "path must be a string"
+        : !validEdits(editsLikePi(input))
+          ? "edits must be a non-empty list of {oldText, newText}"
+          : undefined;
     case "grep":
-      return !isString(input.pattern) ? "pattern must be a string" : !isOptional(input.path, isString) || !isOptional(input.glob, isString) ? "path/glob must be strings" : undefined;
+      return !isString(input.pattern)
+        ? "pattern must be a string"
+        : !isOptional(input.path, isString) || !isOptional(input.glob, isString)
+          ? "path/glob must be strings"
+          : undefined;
     case "find":
       return !isString(input.pattern) ? "pattern must be a string" : !isOptional(input.path, isString) ? "path must be a string" : undefined;
     case "ls":
@@ -129,7 +141,13 @@ export function judge(req: CanonicalRequest, ctx: JudgeContext): Judgement {
       subject: { tool, commands: [], paths: [] },
     };
   if (CONTAINER_TOOLS.has(tool))
-    return { kind: "other", cls: "read", reason: "gated-container", detail: `${tool} only runs other tool calls, and each passes the gate on its own`, subject: { tool, commands: [], paths: [] } };
+    return {
+      kind: "other",
+      cls: "read",
+      reason: "gated-container",
+      detail: `${tool} only runs other tool calls, and each passes the gate on its own`,
+      subject: { tool, commands: [], paths: [] },
+    };
   const mcp = tool.startsWith("mcp__");
   return {
     kind: "other",
@@ -159,7 +177,8 @@ function judgeFileWrite(tool: string, raw: string, lexical: string, real: string
     case "outside":
       return j("review", "outside-writable-roots", `${tool} changes ${raw}, outside the workspace and the temporary root`);
     case "inside":
-      if (userProtected(ctx, lexical) || userProtected(ctx, real)) return j("review", "protected-path", `${tool} changes ${raw}, a path the configuration protects`);
+      if (userProtected(ctx, lexical) || userProtected(ctx, real))
+        return j("review", "protected-path", `${tool} changes ${raw}, a path the configuration protects`);
       return j("workspace-write", "workspace-write", `${tool} changes ${raw} inside the ${t.root === "tmp" ? "temporary root" : "workspace"}`);
   }
 }
@@ -174,7 +193,10 @@ function judgeBash(command: string, ctx: JudgeContext): Judgement {
 /** The simple commands of a bash call, as rules see them: words joined by single spaces. */
 function bashSubject(command: string, ctx: JudgeContext, extraction: Extraction | undefined): RuleSubject {
   // A reading the analysis cut short (too complex to judge) is done in full: deny rules see every command.
-  const ex = extraction && !(extraction.ok && extraction.truncated) ? extraction : extractCommands(command, { home: ctx.shell.home, environment: knownEnvironment(ctx.shell) });
+  const ex =
+    extraction && !(extraction.ok && extraction.truncated)
+      ? extraction
+      : extractCommands(command, { home: ctx.shell.home, environment: knownEnvironment(ctx.shell) });
   if (!ex.ok) return { tool: "bash", commands: [command.trim()], paths: [] };
   const commands = ex.commands.map((c) => c.argv.map((a) => a.value ?? a.text).join(" ")).filter((c) => c.length > 0);
   // Any static word may name a path (`cat secret/x`, `--out=/etc/x`), so every one is a candidate,

@@ -61,7 +61,8 @@ function tableRoute(kind: ToolKind, cls: CommandClass, backend: Backend): Route 
 }
 
 export function route(j: Judgement, backend: Backend, config: ConfigResult): Decision {
-  if (!config.ok) return decision("deny", "config-fault", `Auto-mode configuration ${config.path} is invalid (${config.message}); every call is denied until it is fixed.`);
+  if (!config.ok)
+    return decision("deny", "config-fault", `Auto-mode configuration ${config.path} is invalid (${config.message}); every call is denied until it is fixed.`);
   if (j.cls === "deny") return decision("deny", j.reason, sentence(j.detail));
   const deny = firstMatch(config.config.deny, j.subject);
   if (deny) return decision("deny", "user-deny-rule", sentence(`matches the deny rule ${deny.label}${deny.reason ? `: ${deny.reason}` : ""}`));
@@ -77,14 +78,16 @@ export function route(j: Judgement, backend: Backend, config: ConfigResult): Dec
   if (j.reason !== "malformed-input" && j.reason !== "shell-unparseable" && allowedByRules(j, config)) {
     if (j.kind === "bash" && backend === "unavailable") return unavailable();
     // A user's allow rule spares the review, never the sandbox.
-    if (j.kind === "bash" && isSandboxed(backend)) return decision("sandbox", "user-allow-rule", sentence(`allowed by the user's rules (${j.detail}); runs inside the sandbox`));
+    if (j.kind === "bash" && isSandboxed(backend))
+      return decision("sandbox", "user-allow-rule", sentence(`allowed by the user's rules (${j.detail}); runs inside the sandbox`));
     return decision("allow", "user-allow-rule", sentence(`allowed by the user's rules (${j.detail})`));
   }
   const r = tableRoute(j.kind, j.cls, backend);
   if (j.kind === "bash" && backend === "unavailable") return unavailable();
   if (r === "sandbox") return decision("sandbox", "sandboxed", sentence(`${j.detail}; runs inside the sandbox`));
   if (r === "review" && j.cls === "contain") return decision("review", j.reason, sentence(`${j.detail}; without a sandbox this needs review`));
-  if (r === "review" && j.cls === "git-local") return decision("review", j.reason, sentence(`${j.detail}; this machine cannot stage the workspace, so a git write needs review`));
+  if (r === "review" && j.cls === "git-local")
+    return decision("review", j.reason, sentence(`${j.detail}; this machine cannot stage the workspace, so a git write needs review`));
   return decision(r, j.reason, sentence(j.detail));
 }
 

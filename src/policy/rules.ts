@@ -26,7 +26,12 @@ export interface RuleSubject {
 function wildcard(pattern: string, star: string): RegExp {
   const body = pattern
     .split("*")
-    .map((part) => part.split("?").map((s) => s.replace(/[.+^${}()|[\]\\]/g, "\\$&")).join("."))
+    .map((part) =>
+      part
+        .split("?")
+        .map((s) => s.replace(/[.+^${}()|[\]\\]/g, "\\$&"))
+        .join("."),
+    )
     .join(star);
   return new RegExp(`^${body}$`, "s");
 }

@@ -49,7 +49,8 @@ export function redactValue(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(redactValue);
   if (typeof value === "object" && value !== null) {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = /(key|token|secret|password|authorization)/i.test(k) && typeof v === "string" ? REPLACEMENT : redactValue(v);
+    for (const [k, v] of Object.entries(value))
+      out[k] = /(key|token|secret|password|authorization)/i.test(k) && typeof v === "string" ? REPLACEMENT : redactValue(v);
     return out;
   }
   return value;

@@ -36,7 +36,9 @@ export function identityStamp(st: Stats | undefined): Stamp | undefined {
 
 export function sameStamp(a: Stamp | undefined, b: Stamp | undefined): boolean {
   if (a === undefined || b === undefined) return a === b;
-  return a.ino === b.ino && a.ctimeMs === b.ctimeMs && a.mtimeMs === b.mtimeMs && a.size === b.size && a.dev === b.dev && a.mode === b.mode && a.nlink === b.nlink;
+  return (
+    a.ino === b.ino && a.ctimeMs === b.ctimeMs && a.mtimeMs === b.mtimeMs && a.size === b.size && a.dev === b.dev && a.mode === b.mode && a.nlink === b.nlink
+  );
 }
 
 /** Whether stat `st` still has stamp `s` (of the same kind). */
@@ -165,7 +167,13 @@ export interface Dependency {
  * The stamp of `path` now. With `absentSince` (Date.now() before the look-up), a missing path is
  * stamped by its Absence when one can be vouched for.
  */
-export function stampOf(path: string, follow: boolean, identity: boolean, known?: { st: Stats | undefined }, absentSince?: number): { dep: Dependency; st: Stats | undefined } {
+export function stampOf(
+  path: string,
+  follow: boolean,
+  identity: boolean,
+  known?: { st: Stats | undefined },
+  absentSince?: number,
+): { dep: Dependency; st: Stats | undefined } {
   const st = known ? known.st : follow ? statOrUndefined(path) : lstatOrUndefined(path);
   const absence = st === undefined && absentSince !== undefined ? absenceOf(path, absentSince) : undefined;
   return { dep: { path, follow, identity, stamp: identity ? identityStamp(st) : fullStamp(st), ...(absence ? { absence } : {}) }, st };

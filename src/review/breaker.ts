@@ -28,7 +28,5 @@ export function recordReview(s: BreakerState, denied: boolean): BreakerState {
 }
 
 export function breakerMessage(t: Trip): string {
-  return t === "consecutive"
-    ? `${CONSECUTIVE_LIMIT} reviews in a row ended in denial`
-    : `${WINDOW_LIMIT} of the last ${WINDOW_SIZE} reviews ended in denial`;
+  return t === "consecutive" ? `${CONSECUTIVE_LIMIT} reviews in a row ended in denial` : `${WINDOW_LIMIT} of the last ${WINDOW_SIZE} reviews ended in denial`;
 }

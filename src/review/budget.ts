@@ -20,8 +20,10 @@ export type BudgetCheck = { readonly ok: true; readonly budget: TokenBudget } | 
 
 /** A budget from configuration or a flag: an integer in [2,048, 32,768]. */
 export function checkBudget(value: unknown): BudgetCheck {
-  if (typeof value !== "number" || !Number.isInteger(value)) return { ok: false, message: `the reviewer token budget must be an integer (got ${JSON.stringify(value)})` };
-  if (value < BUDGET_MIN || value > BUDGET_MAX) return { ok: false, message: `the reviewer token budget must be between ${BUDGET_MIN} and ${BUDGET_MAX} (got ${value})` };
+  if (typeof value !== "number" || !Number.isInteger(value))
+    return { ok: false, message: `the reviewer token budget must be an integer (got ${JSON.stringify(value)})` };
+  if (value < BUDGET_MIN || value > BUDGET_MAX)
+    return { ok: false, message: `the reviewer token budget must be between ${BUDGET_MIN} and ${BUDGET_MAX} (got ${value})` };
   return { ok: true, budget: value as TokenBudget };
 }
 

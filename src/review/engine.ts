@@ -145,7 +145,8 @@ export function classifyError(message: string, obs: HttpObservation | undefined)
     if (obs.status !== undefined) return { failure: "provider-error", retryable: false, retryAfterMs: undefined };
   }
   // No HTTP seen (an adapter without `fetch`, or a failure before the request): the message.
-  if (/provider is not configured|no api key|api key (is )?(missing|invalid)|unauthori[sz]ed|authentication/i.test(message)) return { failure: "auth", retryable: false, retryAfterMs: undefined };
+  if (/provider is not configured|no api key|api key (is )?(missing|invalid)|unauthori[sz]ed|authentication/i.test(message))
+    return { failure: "auth", retryable: false, retryAfterMs: undefined };
   const status = /^\s*(\d{3})\b|\((\d{3})\)|\bstatus(?: code)?:? (\d{3})\b/i.exec(message);
   const code = status ? Number(status[1] ?? status[2] ?? status[3]) : undefined;
   const byStatus = code === undefined ? undefined : classifyStatus(code);
@@ -161,7 +162,13 @@ const ABORTED = Symbol("aborted");
  * Review one action. Never throws: a bug becomes the `internal` failure, which denies.
  * `signal` is the caller's: Esc (ctx.signal), session shutdown, a mode or reviewer change.
  */
-export async function runReview(job: ReviewJob, models: ReviewerModels, limits: EngineLimits = DEFAULT_LIMITS, signal?: AbortSignal, clock: EngineClock = SYSTEM_CLOCK): Promise<ReviewResult> {
+export async function runReview(
+  job: ReviewJob,
+  models: ReviewerModels,
+  limits: EngineLimits = DEFAULT_LIMITS,
+  signal?: AbortSignal,
+  clock: EngineClock = SYSTEM_CLOCK,
+): Promise<ReviewResult> {
   const started = clock.now();
   const deadlineAt = started + limits.deadlineMs;
   const ctl = new AbortController();
@@ -223,7 +230,11 @@ export async function runReview(job: ReviewJob, models: ReviewerModels, limits: 
     const model = models.find(reviewer.provider, reviewer.model);
     if (!model) return fail("model-unavailable", `model ${reviewer.provider}/${reviewer.model} is not in Pi's model registry`);
     const levels = model.thinkingLevels;
-    if (!levels.includes(reviewer.thinking)) return fail("model-unavailable", `thinking level ${reviewer.thinking} is not supported by ${reviewer.provider}/${reviewer.model} (supported: ${levels.join(", ")})`);
+    if (!levels.includes(reviewer.thinking))
+      return fail(
+        "model-unavailable",
+        `thinking level ${reviewer.thinking} is not supported by ${reviewer.provider}/${reviewer.model} (supported: ${levels.join(", ")})`,
+      );
     const auth = await bounded(models.getProviderAuth(reviewer.provider));
     if (auth === ABORTED) return stopped();
     if (auth === undefined) return fail("auth", `provider ${reviewer.provider} has no credentials`);
@@ -263,7 +274,8 @@ export async function runReview(job: ReviewJob, models: ReviewerModels, limits: 
       const c = classifyError(msg.errorMessage ?? "", obs);
       const detail = `${c.failure}${obs.status === undefined ? "" : ` (HTTP ${obs.status})`}: ${msg.errorMessage ?? "no error message"}`;
       if (!c.retryable || attempts >= limits.maxAttempts) return fail(c.failure, detail);
-      if (c.retryAfterMs !== undefined && c.retryAfterMs > limits.maxRetryAfterMs) return fail(c.failure, `${detail}; Retry-After ${Math.round(c.retryAfterMs)} ms is longer than ${limits.maxRetryAfterMs} ms`);
+      if (c.retryAfterMs !== undefined && c.retryAfterMs > limits.maxRetryAfterMs)
+        return fail(c.failure, `${detail}; Retry-After ${Math.round(c.retryAfterMs)} ms is longer than ${limits.maxRetryAfterMs} ms`);
       const wait = c.retryAfterMs ?? limits.retryBaseMs * 2 ** backoffs++;
       if (clock.now() + wait >= deadlineAt) return fail(c.failure, `${detail}; waiting ${Math.round(wait)} ms would pass the deadline`);
       if ((await sleep(wait)) === ABORTED) return stopped();

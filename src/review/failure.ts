@@ -27,7 +27,6 @@ export function failureText(f: FailureClass): string {
   return FAILURE_TEXT[f];
 }
 
-
 /** The tool result text for a call the reviewer model denied. */
 export function verdictDenialText(v: Verdict): string {
   const risk = `risk ${v.risk_level}, user authorization ${v.user_authorization}`;

@@ -101,19 +101,135 @@ export type ReviewInput =
 
 /** Common shell and tool words that would match nearly every earlier call or message. */
 const STOP_WORDS = new Set([
-  "sudo", "bash", "env", "export", "echo", "printf", "cat", "true", "false", "then", "else", "done", "for", "while", "test",
-  "git", "npm", "npx", "node", "pnpm", "yarn", "python", "python3", "curl", "wget", "xargs", "find", "grep", "sed", "awk",
-  "head", "tail", "sort", "uniq", "dev", "null", "the", "and", "run",
+  "sudo",
+  "bash",
+  "env",
+  "export",
+  "echo",
+  "printf",
+  "cat",
+  "true",
+  "false",
+  "then",
+  "else",
+  "done",
+  "for",
+  "while",
+  "test",
+  "git",
+  "npm",
+  "npx",
+  "node",
+  "pnpm",
+  "yarn",
+  "python",
+  "python3",
+  "curl",
+  "wget",
+  "xargs",
+  "find",
+  "grep",
+  "sed",
+  "awk",
+  "head",
+  "tail",
+  "sort",
+  "uniq",
+  "dev",
+  "null",
+  "the",
+  "and",
+  "run",
   // Subcommands, verbs and names every session uses.
-  "install", "add", "remove", "update", "upgrade", "init", "build", "start", "stop", "restart", "status", "list", "show", "get",
-  "set", "config", "create", "delete", "make", "clean", "check", "exec", "help", "version", "commit", "push", "pull", "fetch",
-  "clone", "checkout", "reset", "merge", "rebase", "diff", "log", "tag", "branch", "remote", "origin", "main", "master", "HEAD",
-  "latest", "apply", "describe", "logs", "open", "read", "write", "edit", "file", "files", "path", "with", "from", "into",
-  "this", "that", "recursive", "force", "global", "local", "user", "enable", "disable", "template", "features", "type", "name",
+  "install",
+  "add",
+  "remove",
+  "update",
+  "upgrade",
+  "init",
+  "build",
+  "start",
+  "stop",
+  "restart",
+  "status",
+  "list",
+  "show",
+  "get",
+  "set",
+  "config",
+  "create",
+  "delete",
+  "make",
+  "clean",
+  "check",
+  "exec",
+  "help",
+  "version",
+  "commit",
+  "push",
+  "pull",
+  "fetch",
+  "clone",
+  "checkout",
+  "reset",
+  "merge",
+  "rebase",
+  "diff",
+  "log",
+  "tag",
+  "branch",
+  "remote",
+  "origin",
+  "main",
+  "master",
+  "HEAD",
+  "latest",
+  "apply",
+  "describe",
+  "logs",
+  "open",
+  "read",
+  "write",
+  "edit",
+  "file",
+  "files",
+  "path",
+  "with",
+  "from",
+  "into",
+  "this",
+  "that",
+  "recursive",
+  "force",
+  "global",
+  "local",
+  "user",
+  "enable",
+  "disable",
+  "template",
+  "features",
+  "type",
+  "name",
 ]);
 
 /** Paths that nearly every call names: never an anchor. */
-const GENERIC_PATHS = new Set(["/", ".", "..", "~", "/tmp", "/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/usr", "/bin", "/usr/bin", "/etc", "/var", "/home"]);
+const GENERIC_PATHS = new Set([
+  "/",
+  ".",
+  "..",
+  "~",
+  "/tmp",
+  "/dev/null",
+  "/dev/stdin",
+  "/dev/stdout",
+  "/dev/stderr",
+  "/usr",
+  "/bin",
+  "/usr/bin",
+  "/etc",
+  "/var",
+  "/home",
+]);
 
 /** What the action touches, by specificity (see the top of this file). */
 export interface Anchors {
@@ -187,7 +303,8 @@ function commandObjects(command: string): string {
 }
 
 /** Argument keys whose values are text the call writes or searches for, not what it operates on. */
-const TEXT_KEYS = /^(?:content|contents|text|body|message|description|title|subject|summary|comment|edits|oldText|newText|pattern|query|prompt|note|notes|code)$/i;
+const TEXT_KEYS =
+  /^(?:content|contents|text|body|message|description|title|subject|summary|comment|edits|oldText|newText|pattern|query|prompt|note|notes|code)$/i;
 const FILE_TOOLS = new Set(["bash", "read", "write", "edit", "ls", "find", "grep"]);
 
 /** The strings of a call that name what it operates on, bounded: a command's objects, a file tool's path, any other tool's non-text values. */
@@ -246,7 +363,10 @@ export function actionAnchors(a: ActionForReview): Anchors {
     // Host names and addresses.
     if (/^(?:[\w-]+\.){2,}[A-Za-z]{2,}$/.test(t) || /^\d{1,3}(?:\.\d{1,3}){3}$/.test(t)) return void ids.add(t);
     if (t.includes("/") || t.startsWith(".") || t.startsWith("~") || /^[\w-]+\.[A-Za-z][A-Za-z0-9]{0,7}$/.test(t)) {
-      if (!GLOB.test(t)) return addPath(t);
+      if (!GLOB.test(t)) {
+        addPath(t);
+        return;
+      }
       // A glob reaches into the folder before its first wildcard.
       const dir = t.slice(0, t.search(GLOB)).replace(/[^/]*$/, "");
       if (dir) addPath(dir);
@@ -321,7 +441,14 @@ function isListing(tool: string, args: unknown): boolean {
 function listedFolder(tool: string, args: unknown): string {
   const a = (typeof args === "object" && args !== null ? args : {}) as { path?: unknown; command?: unknown };
   if (LISTING_TOOLS.has(tool)) return typeof a.path === "string" && a.path.trim() !== "" ? stripSlash(a.path.trim()) : ".";
-  const words = typeof a.command === "string" ? a.command.split(/[;&|\n]/)[0]!.trim().split(/\s+/).slice(1) : [];
+  const words =
+    typeof a.command === "string"
+      ? a.command
+          .split(/[;&|\n]/)[0]!
+          .trim()
+          .split(/\s+/)
+          .slice(1)
+      : [];
   const operand = words.find((w) => !w.startsWith("-") && !/^(?:status|branch|remote|ls-files|ls-remote|show-ref|tag|stash|list|worktree)$/.test(w));
   return operand ? stripSlash(operand.replace(/^['"]|['"]$/g, "")) : ".";
 }
@@ -373,7 +500,8 @@ function scoreCall(a: ActionForReview, anchors: Anchors, c: Call, listingText: s
       const folder = listedFolder(c.name, c.args);
       const full = absolute(folder, cwd);
       const entries = new Set(listingText.split("\n").map(entryOf));
-      for (const n of anchors.names) if (entries.has(n.name) && n.parents.some((p) => p === folder || p === full)) return { score: SCORE.shownName, shown: true };
+      for (const n of anchors.names)
+        if (entries.has(n.name) && n.parents.some((p) => p === folder || p === full)) return { score: SCORE.shownName, shown: true };
     }
   }
   const shared = anchors.words.filter((w) => objects.some((s) => wordIn(s, w))).length;

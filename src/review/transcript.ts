@@ -39,10 +39,17 @@ export function transcriptFromEntries(entries: readonly EntryLike[]): Transcript
       // Only the structured calls: the assistant's text and thinking never leave (P10).
       for (const c of m.content as unknown[]) {
         const call = c as { type?: unknown; id?: unknown; name?: unknown; arguments?: unknown };
-        if (call?.type === "toolCall" && typeof call.id === "string" && typeof call.name === "string") out.push({ kind: "tool-call", id: call.id, name: call.name, args: call.arguments });
+        if (call?.type === "toolCall" && typeof call.id === "string" && typeof call.name === "string")
+          out.push({ kind: "tool-call", id: call.id, name: call.name, args: call.arguments });
       }
     } else if (m.role === "toolResult" && typeof m.toolCallId === "string")
-      out.push({ kind: "tool-result", id: m.toolCallId, name: typeof m.toolName === "string" ? m.toolName : "", text: partsText(m.content), isError: m.isError === true });
+      out.push({
+        kind: "tool-result",
+        id: m.toolCallId,
+        name: typeof m.toolName === "string" ? m.toolName : "",
+        text: partsText(m.content),
+        isError: m.isError === true,
+      });
   }
   return out;
 }

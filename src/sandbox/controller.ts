@@ -87,8 +87,14 @@ export function selectBackend(platform: string, probe: ProbeResult | undefined |
   if (probe === undefined || probe === "pending") return { backend: "unavailable", reason: "the sandbox probe has not finished" };
   if (!probe.ok) return { backend: "unavailable", reason: probe.reason };
   if (!probe.staging.available)
-    return { backend: "sandboxed-unstaged", reason: `${probe.driver}, probe passed ${probe.cached ? "(remembered from an earlier run)" : `in ${probe.ms} ms`}; the workspace cannot be staged (${probe.staging.reason}), so commands write it in place` };
-  return { backend: "sandboxed", reason: `${probe.driver} over a staged workspace (${probe.staging.how}), probe passed ${probe.cached ? "(remembered from an earlier run)" : `in ${probe.ms} ms`}` };
+    return {
+      backend: "sandboxed-unstaged",
+      reason: `${probe.driver}, probe passed ${probe.cached ? "(remembered from an earlier run)" : `in ${probe.ms} ms`}; the workspace cannot be staged (${probe.staging.reason}), so commands write it in place`,
+    };
+  return {
+    backend: "sandboxed",
+    reason: `${probe.driver} over a staged workspace (${probe.staging.how}), probe passed ${probe.cached ? "(remembered from an earlier run)" : `in ${probe.ms} ms`}`,
+  };
 }
 
 export function createController(opts: ControllerOptions = {}): SandboxController {
@@ -114,7 +120,8 @@ export function createController(opts: ControllerOptions = {}): SandboxControlle
     const base = selectBackend(platform, probed ?? (probing ? "pending" : undefined));
     if (!isSandboxed(base.backend)) return base;
     if (health.kind === "poisoned") return { backend: "unavailable", reason: `sandbox cleanup failed (${health.reason}); restart Pi to use the sandbox again` };
-    if (health.kind === "failed") return { backend: "unavailable", reason: `the sandbox failed during a command (${health.reason}); shell commands are denied until Pi restarts` };
+    if (health.kind === "failed")
+      return { backend: "unavailable", reason: `the sandbox failed during a command (${health.reason}); shell commands are denied until Pi restarts` };
     if (draining) return { backend: "unavailable", reason: "the sandbox is shutting down" };
     return base;
   };
@@ -190,7 +197,7 @@ export function createController(opts: ControllerOptions = {}): SandboxControlle
     let finish!: () => void;
     leases.set(id, { abort, done: new Promise<void>((r) => (finish = r)) });
     try {
-      let prepared;
+      let prepared: ReturnType<SandboxDriver["prepare"]>;
       try {
         prepared = driver.prepare(req);
       } catch (e) {
@@ -216,7 +223,8 @@ export function createController(opts: ControllerOptions = {}): SandboxControlle
             break;
           case "not-started":
             // Files of the call changed under the sandbox's setup: this call did not run, the sandbox is fine.
-            if (driver.transient(outcome.detail)) result = { kind: "refused", reason: `the workspace changed while the sandbox was set up (${outcome.detail}); nothing ran` };
+            if (driver.transient(outcome.detail))
+              result = { kind: "refused", reason: `the workspace changed while the sandbox was set up (${outcome.detail}); nothing ran` };
             else {
               fail(outcome.detail);
               result = { kind: "not-started", reason: outcome.detail };

@@ -16,7 +16,10 @@ const URL_WITH_USER = /^[a-z][a-z0-9+.-]*:\/\/[^/\s@]+@/i;
 /** Why a variable is dropped, or undefined when it is kept. */
 export function droppedBecause(name: string, value: string): "name" | "value" | undefined {
   if (DROP_NAMES.has(name) || data.env.dropPrefixes.some((p) => name.startsWith(p))) return "name";
-  const words = name.toUpperCase().split(/[^A-Z0-9]+/).filter((w) => w.length > 0);
+  const words = name
+    .toUpperCase()
+    .split(/[^A-Z0-9]+/)
+    .filter((w) => w.length > 0);
   if (!KEEP_NAMES.has(name) && words.some((w) => DROP_WORDS.has(w))) return "name";
   // A value shaped like a credential (an sk-... key, a JWT, a URL with a password) goes too,
   // whatever the variable is called.
@@ -36,4 +39,3 @@ export function sandboxEnv(base: NodeJS.ProcessEnv, tmpRoot: string): NodeJS.Pro
   for (const [name, value] of Object.entries(data.env.set)) out[name] = value;
   return out;
 }
-

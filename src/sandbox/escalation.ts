@@ -23,7 +23,8 @@ export function escalationAsk(input: unknown): EscalationAsk {
     if (justification !== undefined && typeof justification !== "string") return { kind: "invalid", problem: "justification must be a string" };
     return { kind: "default" };
   }
-  if (perm !== "require_escalated") return { kind: "invalid", problem: `sandbox_permissions must be "use_default" or "require_escalated", not ${JSON.stringify(perm)}` };
+  if (perm !== "require_escalated")
+    return { kind: "invalid", problem: `sandbox_permissions must be "use_default" or "require_escalated", not ${JSON.stringify(perm)}` };
   if (typeof justification !== "string" || justification.trim() === "")
     return { kind: "invalid", problem: 'sandbox_permissions "require_escalated" needs a justification: say why this command must run outside the sandbox' };
   if (justification.length > MAX_JUSTIFICATION) return { kind: "invalid", problem: `the justification is longer than ${MAX_JUSTIFICATION} characters` };
@@ -68,7 +69,10 @@ export async function reviewEscalation(request: EscalationRequest, reviewer: Esc
   try {
     verdict = await reviewer.review(request, signal);
   } catch (e) {
-    return { admitted: false, reason: `The escalation review failed (${(e as Error)?.message ?? String(e)}), so the command does not run outside the sandbox.` };
+    return {
+      admitted: false,
+      reason: `The escalation review failed (${(e as Error)?.message ?? String(e)}), so the command does not run outside the sandbox.`,
+    };
   }
   if (verdict?.outcome === "allow" && typeof verdict.rationale === "string") return { admitted: true, rationale: verdict.rationale };
   const why = typeof verdict?.rationale === "string" && verdict.outcome === "deny" ? verdict.rationale : "The reviewer gave no valid verdict.";

@@ -45,12 +45,19 @@ export interface SandboxGateLink {
     reviewer?: EscalationReviewer;
   }): Promise<EscalationOutcome | undefined>;
   /** Record where an admitted call runs. Non-bash calls are ignored. */
-  admit(call: { event: LinkedCall; passed: Passed; mode: EffectiveMode | "off"; gate?: GateContext; backend: Backend; escalated?: boolean; workspace?: WorkspaceAccess }): void;
+  admit(call: {
+    event: LinkedCall;
+    passed: Passed;
+    mode: EffectiveMode | "off";
+    gate?: GateContext;
+    backend: Backend;
+    escalated?: boolean;
+    workspace?: WorkspaceAccess;
+  }): void;
 }
 
 /** Modes in which the gate judges calls; an escalation there needs its own review. */
 const GATED: ReadonlySet<EffectiveMode> = new Set(["auto", "auto-review-only", "auto-sandbox-unavailable", "auto-config-fault"]);
-
 
 export function createSandboxGateLink(deps: { readonly admissions: TicketBook; readonly reviewer: () => EscalationReviewer }): SandboxGateLink {
   return {
@@ -95,7 +102,15 @@ export function createSandboxGateLink(deps: { readonly admissions: TicketBook; r
         return;
       }
       const why: HostReason | undefined =
-        mode === "off" ? "gate-off" : mode === "unrestricted" ? "unrestricted" : escalated ? "escalation-approved" : backend === "review-only" ? "review-only" : undefined;
+        mode === "off"
+          ? "gate-off"
+          : mode === "unrestricted"
+            ? "unrestricted"
+            : escalated
+              ? "escalation-approved"
+              : backend === "review-only"
+                ? "review-only"
+                : undefined;
       // A sandboxed backend runs no shell on the host but an approved escalation: leave no admission (P6, P7).
       if (why === undefined) return;
       deps.admissions.admit(event.toolCallId, { placement: "host", command, why, backend });

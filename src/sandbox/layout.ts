@@ -64,7 +64,11 @@ const NAMES = new Set([...pathData.protectedNames, ...pathData.protectedFileName
 const SEQUENCES = pathData.protectedSequences.map((s) => s.map(lower));
 const REGENERABLE = new Set(pathData.regenerableDirs.map(lower));
 /** Canonical spellings of the protected entries a workspace root gets, existing or not. */
-export const ROOT_ENTRIES: readonly string[] = [...pathData.protectedNames, ...pathData.protectedFileNames, ...pathData.protectedSequences.map((s) => s.join("/"))];
+export const ROOT_ENTRIES: readonly string[] = [
+  ...pathData.protectedNames,
+  ...pathData.protectedFileNames,
+  ...pathData.protectedSequences.map((s) => s.join("/")),
+];
 
 function realOrUndefined(p: string): string | undefined {
   try {
@@ -277,8 +281,6 @@ function expandOneLevel(base: string, rel: string): string[] {
   return paths;
 }
 
-
-
 const masksCache = new Map<string, { readonly at: number; readonly masks: readonly MaskedPath[] }>();
 
 /** The identity secrets that exist, as real paths (some 60 realpath calls, so reused like a scan). */
@@ -361,7 +363,11 @@ function scanRoots(roots: readonly string[], input: LayoutInput, protect: (p: st
         const full = join(dir, e.name);
         const name = lower(e.name);
         const path = [...parts, name];
-        if (NAMES.has(name) || SEQUENCES.some((s) => s.length <= path.length && s.every((x, i) => path[path.length - s.length + i] === x)) || (globs.length > 0 && userProtected(full))) {
+        if (
+          NAMES.has(name) ||
+          SEQUENCES.some((s) => s.length <= path.length && s.every((x, i) => path[path.length - s.length + i] === x)) ||
+          (globs.length > 0 && userProtected(full))
+        ) {
           protect(full);
           continue;
         }

@@ -146,7 +146,7 @@ async function probeOnce(driver: SandboxDriver, workspace: "staged" | "direct"):
       workspace,
     });
     const chunks: Buffer[] = [];
-    let outcome;
+    let outcome: Awaited<ReturnType<SandboxDriver["exec"]>>;
     try {
       outcome = await driver.exec(prepared.spec, { onData: (b) => chunks.push(b), timeout: PROBE_TIMEOUT_S });
       if (outcome.kind === "exited") facts = outcome.facts;
@@ -161,14 +161,18 @@ async function probeOnce(driver: SandboxDriver, workspace: "staged" | "direct"):
     if (outcome.kind === "timeout") return `the sandbox probe did not finish within ${PROBE_TIMEOUT_S} s`;
     if (outcome.kind === "aborted") return "the sandbox probe was aborted";
     if (outcome.kind === "disk-full") return `the sandbox probe was stopped: ${outcome.detail}`;
-    if (outcome.exitCode !== 0 || !text.includes("PROBE-DONE")) return `the probe command failed inside the sandbox (exit ${outcome.exitCode}): ${text.trim().slice(-300)}`;
+    if (outcome.exitCode !== 0 || !text.includes("PROBE-DONE"))
+      return `the probe command failed inside the sandbox (exit ${outcome.exitCode}): ${text.trim().slice(-300)}`;
     // Judged on the host.
     if (stagedRun) {
       if (!facts?.ok) return `the staged changes could not be read${facts && !facts.ok ? `: ${facts.reason}` : ""}`;
       const changes = facts.roots.flatMap((r) => r.changes.map((c) => `${c.op} ${c.rel}`));
-      for (const want of ["write w", "delete gone", "delete gdir/old", "write gdir/n"]) if (!changes.includes(want)) return `the staged run did not show "${want}" (it showed: ${changes.join(", ").slice(0, 300)})`;
-      if (existsSync(join(ws, "w")) || !existsSync(join(ws, "gone")) || !existsSync(join(ws, "gdir", "old"))) return "the staged run changed the real workspace";
-      if (readFileSync(join(ws, ".git", "config"), "utf8") !== "[core]\n" || changes.includes("write .git/config")) return "the staged run could change .git/config";
+      for (const want of ["write w", "delete gone", "delete gdir/old", "write gdir/n"])
+        if (!changes.includes(want)) return `the staged run did not show "${want}" (it showed: ${changes.join(", ").slice(0, 300)})`;
+      if (existsSync(join(ws, "w")) || !existsSync(join(ws, "gone")) || !existsSync(join(ws, "gdir", "old")))
+        return "the staged run changed the real workspace";
+      if (readFileSync(join(ws, ".git", "config"), "utf8") !== "[core]\n" || changes.includes("write .git/config"))
+        return "the staged run could change .git/config";
     } else {
       if (!existsSync(join(ws, "w")) || readFileSync(join(ws, "w"), "utf8") !== "ok\n") return "the sandbox could not write its workspace";
       if (existsSync(join(ws, ".git", "g"))) return "the sandbox wrote into .git";

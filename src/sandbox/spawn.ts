@@ -251,7 +251,14 @@ export function launchSandbox(spec: SpawnSpec): Launched {
             const dash = all.indexOf("--");
             if (dash < 0 || all.length < dash + 4 || all[dash + 2] !== "-c") throw new Error("the sandbox's argv does not end in -- SHELL -c COMMAND");
             if (all.some((a) => a.includes("\0"))) throw new Error("an argument holds a NUL byte");
-            writeFileSync(spec.staged.argsFile, all.slice(0, dash).map((a) => `${a}\0`).join(""), { mode: 0o600 });
+            writeFileSync(
+              spec.staged.argsFile,
+              all
+                .slice(0, dash)
+                .map((a) => `${a}\0`)
+                .join(""),
+              { mode: 0o600 },
+            );
             writeFileSync(spec.staged.commandFile, `${all[dash + 1]}\0${all[dash + 3]}\0`, { mode: 0o600 });
           } catch (e) {
             killGroup(child.pid);

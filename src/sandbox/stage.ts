@@ -6,7 +6,7 @@
 // one rename (else a copy), and it must never lie inside a staged root (an overlay refuses layers
 // that overlap) or be writable from inside the sandbox (the layout masks it there).
 
-import { chmodSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, type Dirent, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
@@ -126,7 +126,7 @@ export function removeTree(dir: string): void {
     // opened up below, then once more
   }
   const open = (d: string): void => {
-    let entries;
+    let entries: Dirent[];
     try {
       chmodSync(d, 0o700);
       entries = readdirSync(d, { withFileTypes: true });

@@ -1,6 +1,5 @@
 // The sandbox's vocabulary: what a platform driver does, what a probe finds, how a run ends.
 
-import type { Places } from "../policy/places.ts";
 import type { Backend } from "../policy/types.ts";
 import type { SandboxLayout } from "./layout.ts";
 import type { SpawnIo, SpawnOutcome, SpawnSpec } from "./spawn.ts";
@@ -50,10 +49,19 @@ export interface Prepared {
 }
 
 export type ProbeResult =
-  | { readonly ok: true; readonly ms: number; readonly driver: string; readonly notes: readonly string[]; readonly staging: StagingStatus; readonly cached?: boolean }
+  | {
+      readonly ok: true;
+      readonly ms: number;
+      readonly driver: string;
+      readonly notes: readonly string[];
+      readonly staging: StagingStatus;
+      readonly cached?: boolean;
+    }
   | { readonly ok: false; readonly ms: number; readonly driver: string; readonly reason: string; readonly missing: readonly string[] };
 
-export type StaticCheck = { readonly ok: true; readonly notes: readonly string[] } | { readonly ok: false; readonly reason: string; readonly missing: readonly string[] };
+export type StaticCheck =
+  | { readonly ok: true; readonly notes: readonly string[] }
+  | { readonly ok: false; readonly reason: string; readonly missing: readonly string[] };
 
 /** One platform's sandbox. The controller owns the policy around it (leases, failures, drain). */
 export interface SandboxDriver {

@@ -190,7 +190,10 @@ export function classify(reads: Readonly<Record<ArtifactName, ArtifactRead>>, se
   // off, would otherwise be restored by the next /perm-auto-model), and one at its revision with
   // other bytes was changed in place. Only a config ahead of the anchor is kept (see the top).
   const disowned =
-    parsed !== undefined && anchorMark?.ok === true && (parsed.revision < anchorMark.revision || (parsed.revision === anchorMark.revision && configDigest((reads.config as { text: string }).text) !== anchorMark.digest));
+    parsed !== undefined &&
+    anchorMark?.ok === true &&
+    (parsed.revision < anchorMark.revision ||
+      (parsed.revision === anchorMark.revision && configDigest((reads.config as { text: string }).text) !== anchorMark.digest));
   const survivor = disowned ? undefined : parsed;
   const valid = [marks.primary, marks.recovery].flatMap((m) => (m?.ok ? [m.revision] : []));
   const bounds = anchored === undefined ? valid : [...valid, anchored];
@@ -222,7 +225,13 @@ export function classify(reads: Readonly<Record<ArtifactName, ArtifactRead>>, se
   if (primary < seen) return fault("rolled-back", `the stored revision ${primary} is below revision ${seen}, which this process already saw`, floor, undefined);
   if (anchorMark?.ok) {
     const a = anchorMark.revision;
-    if (primary < a) return fault("rolled-back", `the stored revision ${primary} is below revision ${a}, which ${ANCHOR_FILE} records: an older copy of the state folder was put back`, floor, undefined);
+    if (primary < a)
+      return fault(
+        "rolled-back",
+        `the stored revision ${primary} is below revision ${a}, which ${ANCHOR_FILE} records: an older copy of the state folder was put back`,
+        floor,
+        undefined,
+      );
     if (snapshot.revision !== a)
       return f(
         "anchor-mismatch",

@@ -208,7 +208,10 @@ export function createDurableGlobalState(opts: DurableStoreOptions): DurableGlob
             }
             return locked.value;
           case "busy":
-            return { kind: "failed", message: `another Pi process held the auto-mode state lock (${lockPath}) for ${Math.round(timing.waitMs / 1000)} s; nothing was changed` };
+            return {
+              kind: "failed",
+              message: `another Pi process held the auto-mode state lock (${lockPath}) for ${Math.round(timing.waitMs / 1000)} s; nothing was changed`,
+            };
           case "error":
             return { kind: "failed", message: `${locked.message}; nothing was changed` };
         }

@@ -12,13 +12,7 @@ export type RequestedMode = "auto" | "unrestricted";
 export type ConfigHealth = "ok" | "fault" | "state-fault";
 export const CONFIG_HEALTHS: readonly ConfigHealth[] = ["ok", "fault", "state-fault"];
 
-export type EffectiveMode =
-  | "off"
-  | "unrestricted"
-  | "auto-config-fault"
-  | "auto-sandbox-unavailable"
-  | "auto-review-only"
-  | "auto";
+export type EffectiveMode = "off" | "unrestricted" | "auto-config-fault" | "auto-sandbox-unavailable" | "auto-review-only" | "auto";
 
 export interface ModeInputs {
   readonly enabled: boolean;

@@ -29,7 +29,8 @@ export function createMemoryGlobalState(initial: Partial<GlobalSnapshot> = {}): 
     let base = DEFAULT_SNAPSHOT;
     let repaired: StateFault | undefined;
     if (current.kind === "fault") {
-      if (policy === "refuse-fault" || current.fault.floor === undefined) return { kind: "refused", fault: current.fault, unrepairable: current.fault.floor === undefined };
+      if (policy === "refuse-fault" || current.fault.floor === undefined)
+        return { kind: "refused", fault: current.fault, unrepairable: current.fault.floor === undefined };
       base = current.fault.survivor ?? DEFAULT_SNAPSHOT;
       highest = Math.max(highest, current.fault.floor);
       repaired = current.fault;

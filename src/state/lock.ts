@@ -141,7 +141,11 @@ function someoneAhead(dir: string, lockPath: string, mine: string | undefined, s
   return false;
 }
 
-type Attempt<T> = { readonly kind: "held"; readonly value: T } | { readonly kind: "locked" } | { readonly kind: "again" } | { readonly kind: "error"; readonly message: string };
+type Attempt<T> =
+  | { readonly kind: "held"; readonly value: T }
+  | { readonly kind: "locked" }
+  | { readonly kind: "again" }
+  | { readonly kind: "error"; readonly message: string };
 
 /**
  * Take a lock found stale: rename it aside, and remove it only if it is still the directory judged

@@ -60,7 +60,10 @@ function schema(base: ToolDefinition["parameters"]) {
     sandbox_permissions: Type.Optional(
       Type.Union(
         SANDBOX_PERMISSIONS.map((p) => Type.Literal(p)),
-        { description: 'Where the command runs: "use_default" (the sandbox, the default) or "require_escalated" (outside the sandbox, only after a fresh review)' },
+        {
+          description:
+            'Where the command runs: "use_default" (the sandbox, the default) or "require_escalated" (outside the sandbox, only after a fresh review)',
+        },
       ),
     ),
     justification: Type.Optional(Type.String({ description: 'Required with "require_escalated": why this command must run outside the sandbox' })),
@@ -178,7 +181,9 @@ export function createSandboxedBashTool(deps: BashToolDeps, cwd: string = proces
       if (a.command !== p.command) throw new Error(`${DENIAL_HEAD} The command changed after it was judged, so it does not run.`);
       const settings = deps.settings();
       const sandboxRun: SandboxRun | undefined =
-        a.placement === "sandbox" ? { ticket: a, command: p.command, effects: deps.effects, reviewer: deps.effects.reviewer?.({ toolCallId, ctx }) } : undefined;
+        a.placement === "sandbox"
+          ? { ticket: a, command: p.command, effects: deps.effects, reviewer: deps.effects.reviewer?.({ toolCallId, ctx }) }
+          : undefined;
       const operations = sandboxRun ? sandboxOperations(deps.controller(), sandboxRun, getShellConfig(settings.shellPath).shell) : local(settings.shellPath);
       const run = createBashToolDefinition(ctx.cwd || cwd, { operations, commandPrefix: settings.shellCommandPrefix, shellPath: settings.shellPath });
       const workspace = a.placement === "sandbox" ? a.scope.places.workspace : ctx.cwd;
@@ -189,7 +194,10 @@ export function createSandboxedBashTool(deps: BashToolDeps, cwd: string = proces
         return withEffects(result, reportText(sandboxRun.report, workspace), sandboxRun.report);
       } catch (e) {
         // Pi throws for aborts and timeouts; a staged command's changes were not applied then.
-        const note = sandboxRun && a.placement === "sandbox" && a.workspace === "staged" && sandboxRun.report === undefined ? "\n\n[auto mode] None of the command's changes to the workspace were applied." : "";
+        const note =
+          sandboxRun && a.placement === "sandbox" && a.workspace === "staged" && sandboxRun.report === undefined
+            ? "\n\n[auto mode] None of the command's changes to the workspace were applied."
+            : "";
         if (note && e instanceof Error) throw new Error(`${e.message}${note}`);
         throw e;
       }

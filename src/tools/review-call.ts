@@ -129,7 +129,10 @@ export function createReviewHook(deps: ReviewHookDeps): ReviewHook {
  * breaker, binding, redaction, usage, record) with the action being "apply these effects of this
  * command", so the verdict is bound to exactly that summary (P8).
  */
-export function heldEffectsReviewer(hook: ReviewHook, call: { readonly toolCallId: string; readonly ctx: ExtensionContext; readonly home: string }): HeldReviewer {
+export function heldEffectsReviewer(
+  hook: ReviewHook,
+  call: { readonly toolCallId: string; readonly ctx: ExtensionContext; readonly home: string },
+): HeldReviewer {
   return {
     review: async ({ command, summary }) => {
       const built = buildRequest("bash", { command, held_effects: summary }, call.ctx.cwd, call.home);
@@ -140,7 +143,13 @@ export function heldEffectsReviewer(hook: ReviewHook, call: { readonly toolCallI
         message: `The command already ran on a staged copy of the workspace. Applying its effects would: ${summary}`,
       };
       const request = built.request;
-      const admission = await hook({ event: { toolCallId: call.toolCallId, parentToolCallId: undefined }, ctx: call.ctx, request, decision, rejudge: () => ({ request, judgement: undefined, decision }) });
+      const admission = await hook({
+        event: { toolCallId: call.toolCallId, parentToolCallId: undefined },
+        ctx: call.ctx,
+        request,
+        decision,
+        rejudge: () => ({ request, judgement: undefined, decision }),
+      });
       if (admission.kind === "admit") return { allow: true, rationale: admission.review.kind === "verdict" ? admission.review.verdict.rationale : "approved" };
       const noReviewer = admission.review?.kind === "failure" && admission.review.failure === "not-configured";
       return { allow: false, rationale: denialBody(admission.text), ...(noReviewer ? { noReviewer: true } : {}) };

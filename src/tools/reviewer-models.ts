@@ -1,6 +1,14 @@
 // Pi's model registry as the review engine's ReviewerModels (review/models.ts).
 
-import { getSupportedThinkingLevels, type Api, type AssistantMessage, type Context, type Model, type SimpleStreamOptions, type ThinkingLevel } from "@earendil-works/pi-ai";
+import {
+  getSupportedThinkingLevels,
+  type Api,
+  type AssistantMessage,
+  type Context,
+  type Model,
+  type SimpleStreamOptions,
+  type ThinkingLevel,
+} from "@earendil-works/pi-ai";
 import type { ModelReply, ReviewerModel, ReviewerModels } from "../review/models.ts";
 
 /** The part of Pi's ModelRegistry (ctx.modelRegistry) the reviewer uses. */

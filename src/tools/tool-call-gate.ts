@@ -54,7 +54,6 @@ const REVIEWING: ReadonlySet<EffectiveMode> = new Set(["auto", "auto-review-only
 /** Decisions that hold even in an unrestricted runtime: wiping disks, disabling the gate itself. */
 const ALWAYS_DENIED = new Set(["hard-deny", "self-protection"]);
 
-
 function deepFreeze(v: unknown, seen: WeakSet<object> = new WeakSet()): void {
   if (typeof v !== "object" || v === null || seen.has(v)) return;
   seen.add(v);
@@ -89,7 +88,12 @@ export function createToolCallGate(deps: GateDeps) {
 }
 
 export function gateFailureText(e: unknown): string {
-  const message = clipHead(redact(e instanceof Error ? e.message : String(e)).replace(/\s+/g, " ").trim(), 200);
+  const message = clipHead(
+    redact(e instanceof Error ? e.message : String(e))
+      .replace(/\s+/g, " ")
+      .trim(),
+    200,
+  );
   return `${HEAD} Auto mode could not finish deciding this call (${message || "an internal error"}), so it does not run. ${DO_NOT_ROUTE_AROUND}`;
 }
 
@@ -197,7 +201,15 @@ function createGate(deps: GateDeps) {
     deepFreeze(event.input);
     if (shape) deps.inFlight?.admit(shape);
     const backend = runtime.backend();
-    deps.sandbox?.admit({ event, passed: outcome, mode, gate, backend, escalated: escalation?.outcome === "allowed", workspace: workspaceAccess(backend, result.decision, reviewed) });
+    deps.sandbox?.admit({
+      event,
+      passed: outcome,
+      mode,
+      gate,
+      backend,
+      escalated: escalation?.outcome === "allowed",
+      workspace: workspaceAccess(backend, result.decision, reviewed),
+    });
     return undefined;
   };
 }

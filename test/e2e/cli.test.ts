@@ -29,11 +29,9 @@ try {
 }
 after(() => rmSync(root, { recursive: true, force: true }));
 
-
 function run(args: readonly string[], env: Readonly<Record<string, string>> = {}): Promise<CliRun> {
   return runCli(args, { cwd: ws, env: { HOME: home, PI_CODING_AGENT_DIR: agentDir, ...env } });
 }
-
 
 // Each child loads the gate (~0.4 s of CPU): more children than cores only makes each slower.
 const PARALLEL = { concurrency: Math.max(2, availableParallelism()) };
@@ -99,10 +97,16 @@ describe("check", PARALLEL, () => {
     const dir = join(root, "agent-with-rules");
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, "auto-mode.json"), JSON.stringify({ version: 1, rules: { deny: [{ tool: "read", reason: "test" }] } }));
-    const denied = lastJson((await run(["check", "--tool", "read", "--input", '{"path":"src/index.ts"}', ...CHECK_OPTS, "--json"], { PI_CODING_AGENT_DIR: dir })).stdout);
+    const denied = lastJson(
+      (await run(["check", "--tool", "read", "--input", '{"path":"src/index.ts"}', ...CHECK_OPTS, "--json"], { PI_CODING_AGENT_DIR: dir })).stdout,
+    );
     assert.equal(denied.reason, "user-deny-rule");
     const self = lastJson(
-      (await run(["check", "--tool", "write", "--input", JSON.stringify({ path: join(dir, "auto-mode.json"), content: "{}" }), ...CHECK_OPTS, "--json"], { PI_CODING_AGENT_DIR: dir })).stdout,
+      (
+        await run(["check", "--tool", "write", "--input", JSON.stringify({ path: join(dir, "auto-mode.json"), content: "{}" }), ...CHECK_OPTS, "--json"], {
+          PI_CODING_AGENT_DIR: dir,
+        })
+      ).stdout,
     );
     assert.equal(self.route, "deny");
     assert.equal(self.reason, "self-protection");
@@ -138,7 +142,18 @@ describe("eval", PARALLEL, () => {
     const r = await run(["eval", corpus, "--json"]);
     assert.equal(r.code, 1, "a violation exits 1");
     const s = lastJson(r.stdout);
-    assert.deepEqual(Object.keys(s).sort(), ["allow_cases", "backend", "by_route", "cases", "corpus", "decide_us", "failures", "friction", "friction_rate", "violations"]);
+    assert.deepEqual(Object.keys(s).sort(), [
+      "allow_cases",
+      "backend",
+      "by_route",
+      "cases",
+      "corpus",
+      "decide_us",
+      "failures",
+      "friction",
+      "friction_rate",
+      "violations",
+    ]);
     assert.equal(s.corpus, "tiny.jsonl");
     assert.equal(s.backend, "sandboxed");
     assert.equal(s.cases, 6);
@@ -179,7 +194,9 @@ describe("eval", PARALLEL, () => {
   });
 
   for (const backend of ["sandboxed", "review-only"]) {
-    test(`the shared corpus has no violation under ${backend}`, { skip: !existsSync(SHARED_CORPUS) && "shared/eval/cases.jsonl is not beside this checkout" }, async () => {
+    test(`the shared corpus has no violation under ${backend}`, {
+      skip: !existsSync(SHARED_CORPUS) && "shared/eval/cases.jsonl is not beside this checkout",
+    }, async () => {
       const r = await run(["eval", SHARED_CORPUS, "--backend", backend, "--json"]);
       assert.equal(r.code, 0, r.stdout + r.stderr);
       const s = lastJson(r.stdout);

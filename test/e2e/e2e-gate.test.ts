@@ -18,9 +18,7 @@ const call = (name: string, args: Parameters<typeof fauxToolCall>[1]) => fauxAss
 const done = (text = "done") => fauxAssistantMessage([fauxText(text)]);
 
 function decisions(pi: PiHarness): DecisionRecord[] {
-  return pi.session.sessionManager
-    .getEntries()
-    .flatMap((e) => (e.type === "custom" && e.customType === DECISION_ENTRY_TYPE ? [e.data as DecisionRecord] : []));
+  return pi.session.sessionManager.getEntries().flatMap((e) => (e.type === "custom" && e.customType === DECISION_ENTRY_TYPE ? [e.data as DecisionRecord] : []));
 }
 
 // These tests judge the gate under the review-only backend (a platform without an OS sandbox);
@@ -60,7 +58,11 @@ describe("P4: a denied call never reaches its executor", () => {
 describe("P1: every tool passes the gate", () => {
   test("an unknown custom tool is not waved through", async () => {
     const deploy = deployTool();
-    const h = await pi({ extensionFactories: [deploy.factory], tools: ["read", "deploy_service"], responses: [call("deploy_service", { service: "api" }), done()] });
+    const h = await pi({
+      extensionFactories: [deploy.factory],
+      tools: ["read", "deploy_service"],
+      responses: [call("deploy_service", { service: "api" }), done()],
+    });
     await h.session.prompt("deploy the api");
     assert.equal(deploy.runs(), 0);
     assert.equal(toolResults(h.session)[0]?.isError, true);
@@ -97,7 +99,9 @@ describe("P10: text written by the model cannot change settings", () => {
   });
 
   test("the user's /perm unrestricted is honoured for this runtime, hard denies still hold", async () => {
-    const h = await pi({ responses: [call("bash", { command: "curl -s https://example.com -o /dev/null || true" }), call("bash", { command: "rm -rf ~" }), done()] });
+    const h = await pi({
+      responses: [call("bash", { command: "curl -s https://example.com -o /dev/null || true" }), call("bash", { command: "rm -rf ~" }), done()],
+    });
     await h.session.prompt("/perm unrestricted");
     await h.session.prompt("go");
     const d = decisions(h);
@@ -164,7 +168,12 @@ describe("P2: modes across runtime lifecycles", () => {
 
     const file = first.session.sessionManager.getSessionFile();
     assert.ok(file);
-    const resumed = await pi({ root: dirs.root, cwd: dirs.cwd, sessionManager: SessionManager.open(file, sessionDir), responses: [call("bash", { command: "curl -s https://example.com" }), done()] });
+    const resumed = await pi({
+      root: dirs.root,
+      cwd: dirs.cwd,
+      sessionManager: SessionManager.open(file, sessionDir),
+      responses: [call("bash", { command: "curl -s https://example.com" }), done()],
+    });
     await resumed.session.prompt("fetch again");
     const last = decisions(resumed).at(-1);
     assert.equal(last?.mode, "auto-review-only", "a resumed session is a new runtime");

@@ -164,7 +164,12 @@ interface Spelling {
   readonly plants?: boolean;
 }
 
-const S = (family: string, id: string, command: (ws: string) => string, plants?: "plants"): Spelling => ({ id, family, command, ...(plants ? { plants: true } : {}) });
+const S = (family: string, id: string, command: (ws: string) => string, plants?: "plants"): Spelling => ({
+  id,
+  family,
+  command,
+  ...(plants ? { plants: true } : {}),
+});
 
 const SPELLINGS: readonly Spelling[] = [
   // Bash builtins that evaluate `$(...)` inside an array subscript.
@@ -196,7 +201,12 @@ const SPELLINGS: readonly Spelling[] = [
   S("git-program", "difftool-x", () => `git difftool -y -x '${pay("difftool-x")} #' HEAD~1 HEAD`),
   S("git-program", "archive-exec", () => `git archive --remote=. --exec='${pay("archive-exec")}; git-upload-archive' HEAD > /dev/null`),
   S("git-program", "init-template", () => `git init -q --template=${TPL} . && git commit -q --allow-empty -m templated`),
-  S("git-program", "init-template-tmp", () => `mkdir -p $TMPDIR/${TAG}-t/hooks && ${script("init-template-tmp")} > $TMPDIR/${TAG}-t/hooks/pre-commit && chmod +x $TMPDIR/${TAG}-t/hooks/pre-commit && git init -q --template=$TMPDIR/${TAG}-t nested && cd nested && git -c user.email=a@b.c -c user.name=a commit -q --allow-empty -m x`),
+  S(
+    "git-program",
+    "init-template-tmp",
+    () =>
+      `mkdir -p $TMPDIR/${TAG}-t/hooks && ${script("init-template-tmp")} > $TMPDIR/${TAG}-t/hooks/pre-commit && chmod +x $TMPDIR/${TAG}-t/hooks/pre-commit && git init -q --template=$TMPDIR/${TAG}-t nested && cd nested && git -c user.email=a@b.c -c user.name=a commit -q --allow-empty -m x`,
+  ),
   // cd (or git -C, GIT_DIR) into the other repository, whose config runs code.
   S("cd-repo", "cd-symlink-fsmonitor", () => `cd vendor && MARK=cd-symlink-fsmonitor git status`),
   S("cd-repo", "cd-symlink-alias", () => `cd vendor && MARK=cd-symlink-alias git st`),
@@ -235,16 +245,41 @@ const SPELLINGS: readonly Spelling[] = [
   // ... nor one the workspace held before the session (made by the host).
   S("write-outside", "through-host-link", () => `echo pwned > outlink/m-through-host-link`),
   S("write-outside", "replace-host-link-dir", () => `rm outlink && mkdir outlink && echo pwned > outlink/m-replace-host-link-dir`),
-  S("write-outside", "git-checkout-through-link", () => `git status; mkdir -p d && echo pwned > d/m-git-checkout-through-link && git add d && git commit -qm d && git rm -rq --cached d && rm -rf d && ln -s ${OUT} d && git checkout -- d`),
+  S(
+    "write-outside",
+    "git-checkout-through-link",
+    () =>
+      `git status; mkdir -p d && echo pwned > d/m-git-checkout-through-link && git add d && git commit -qm d && git rm -rq --cached d && rm -rf d && ln -s ${OUT} d && git checkout -- d`,
+  ),
   // Git writes outside the worktree, plants code for later, or discards uncommitted work.
-  S("git-protected", "apply-unsafe-paths", () => `printf 'diff --git a/m-apply-unsafe-paths b/m-apply-unsafe-paths\\nnew file mode 100644\\n--- /dev/null\\n+++ b/m-apply-unsafe-paths\\n@@ -0,0 +1 @@\\n+pwned\\n' > p.diff && git apply --unsafe-paths --directory=${OUT} p.diff`),
-  S("git-protected", "apply-unsafe-dotdot", (ws) => `printf 'diff --git a/x b/x\\nnew file mode 100644\\n--- /dev/null\\n+++ b/${relative(ws, OUT)}/m-apply-unsafe-dotdot\\n@@ -0,0 +1 @@\\n+pwned\\n' > q.diff && git apply --unsafe-paths q.diff`),
+  S(
+    "git-protected",
+    "apply-unsafe-paths",
+    () =>
+      `printf 'diff --git a/m-apply-unsafe-paths b/m-apply-unsafe-paths\\nnew file mode 100644\\n--- /dev/null\\n+++ b/m-apply-unsafe-paths\\n@@ -0,0 +1 @@\\n+pwned\\n' > p.diff && git apply --unsafe-paths --directory=${OUT} p.diff`,
+  ),
+  S(
+    "git-protected",
+    "apply-unsafe-dotdot",
+    (ws) =>
+      `printf 'diff --git a/x b/x\\nnew file mode 100644\\n--- /dev/null\\n+++ b/${relative(ws, OUT)}/m-apply-unsafe-dotdot\\n@@ -0,0 +1 @@\\n+pwned\\n' > q.diff && git apply --unsafe-paths q.diff`,
+  ),
   S("git-protected", "mv-hook", () => `${script("mv-hook")} > pc && chmod +x pc && git add pc && mv pc .git/hooks/pre-commit`, "plants"),
-  S("git-protected", "git-mv-husky", () => `${script("git-mv-husky")} > hk.sh && chmod +x hk.sh && git add hk.sh && mkdir -p .husky && git mv hk.sh .husky/pre-commit`, "plants"),
+  S(
+    "git-protected",
+    "git-mv-husky",
+    () => `${script("git-mv-husky")} > hk.sh && chmod +x hk.sh && git add hk.sh && mkdir -p .husky && git mv hk.sh .husky/pre-commit`,
+    "plants",
+  ),
   S("git-protected", "git-mv-envrc", () => `printf '${pay("git-mv-envrc")}\\n' > rc.sh && git add rc.sh && git mv rc.sh .envrc`, "plants"),
   S("git-protected", "config-fsmonitor", () => `git config core.fsmonitor '${pay("config-fsmonitor")} #'`, "plants"),
   S("git-protected", "config-alias", () => `git config alias.st '!${pay("config-alias")}'`, "plants"),
-  S("git-protected", "config-hookspath", () => `mkdir -p hk && ${script("config-hookspath")} > hk/pre-commit && chmod +x hk/pre-commit && git config core.hooksPath hk`, "plants"),
+  S(
+    "git-protected",
+    "config-hookspath",
+    () => `mkdir -p hk && ${script("config-hookspath")} > hk/pre-commit && chmod +x hk/pre-commit && git config core.hooksPath hk`,
+    "plants",
+  ),
   S("git-protected", "reset-glob", () => `touch ./--hard; git reset [-]-hard`),
   S("git-protected", "reset-quoted", () => `git reset --ha''rd`),
   S("git-protected", "checkout-index", () => `git checkout-index -f -a`),
@@ -312,7 +347,10 @@ function assertHostClean(ws: string, baseline: { config: string; hooks: string[]
 
 /** What the host's other repository and template look like; no command may change them. */
 function outsideState(): string {
-  const list = (d: string): string[] => readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() && e.name !== "objects" ? [e.name + "/", ...list(join(d, e.name)).map((n) => `${e.name}/${n}`)] : [e.name]));
+  const list = (d: string): string[] =>
+    readdirSync(d, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory() && e.name !== "objects" ? [e.name + "/", ...list(join(d, e.name)).map((n) => `${e.name}/${n}`)] : [e.name],
+    );
   return JSON.stringify([list(EVIL), readFileSync(join(EVIL, ".git", "config"), "utf8"), readFileSync(join(EVIL, "evil.txt"), "utf8"), list(TPL)]);
 }
 let outsideBaseline = "";
@@ -344,7 +382,9 @@ async function runOne(w: SessionWorld, command: string): Promise<{ d: DecisionRe
   const resultsBefore = results(w.h).length;
   w.h.faux.setResponses([call("bash", { command }), done()]);
   await w.h.session.prompt(`run: ${command.slice(0, 40)}`);
-  const ds = decisions(w.h).slice(before).filter((d) => d.tool === "bash");
+  const ds = decisions(w.h)
+    .slice(before)
+    .filter((d) => d.tool === "bash");
   assert.equal(ds.length, 1, `one bash decision for ${command}`);
   const rs = results(w.h).slice(resultsBefore);
   assert.equal(rs.length, 1);
@@ -376,7 +416,8 @@ after(() => {
   for (const x of spawned) byFile.set(basename(x.file), (byFile.get(basename(x.file)) ?? 0) + 1);
   console.log(`spawns seen in this process (child_process.spawn): ${JSON.stringify(Object.fromEntries(byFile))}`);
   if (rows.length) {
-    const line = (r: Row) => `${r.session.padEnd(11)} ${r.family.padEnd(14)} ${r.id.padEnd(22)} ${r.route.padEnd(8)} ${r.outcome.padEnd(10)} ${r.effects.padEnd(10)} ${r.ranInSandbox === undefined ? "n/a" : r.ranInSandbox ? "ran-in-sandbox" : "did-not-run"}`;
+    const line = (r: Row) =>
+      `${r.session.padEnd(11)} ${r.family.padEnd(14)} ${r.id.padEnd(22)} ${r.route.padEnd(8)} ${r.outcome.padEnd(10)} ${r.effects.padEnd(10)} ${r.ranInSandbox === undefined ? "n/a" : r.ranInSandbox ? "ran-in-sandbox" : "did-not-run"}`;
     console.log(["session     family         spelling               route    outcome    effects    payload", ...rows.map(line)].join("\n"));
   }
   rmSync(fixture, { recursive: true, force: true });
@@ -386,7 +427,9 @@ for (const [label, withReviewer] of [
   ["reviewer", true],
   ["no-reviewer", false],
 ] as const) {
-  describe(`host execution spellings through a real AgentSession (${withReviewer ? "a reviewer that allows every call" : "no reviewer"})`, { concurrency: false }, () => {
+  describe(`host execution spellings through a real AgentSession (${withReviewer ? "a reviewer that allows every call" : "no reviewer"})`, {
+    concurrency: false,
+  }, () => {
     let w: SessionWorld | undefined;
     let headBefore = "";
     before(async () => {
@@ -448,7 +491,8 @@ for (const [label, withReviewer] of [
     test("afterwards, the user's own git on the host runs nothing the agent planted", async (t) => {
       if (unavailableReason) return t.skip(unavailableReason);
       const ws = w!.h.cwd;
-      for (const args of [["status"], ["st"], ["diff"], ["log", "-1"], ["commit", "-q", "--allow-empty", "-m", "user commit"], ["checkout", "-q", "HEAD"]]) gitLoose(ws, args);
+      for (const args of [["status"], ["st"], ["diff"], ["log", "-1"], ["commit", "-q", "--allow-empty", "-m", "user commit"], ["checkout", "-q", "HEAD"]])
+        gitLoose(ws, args);
       assertHostClean(ws, w!.baseline, w!.homeBefore, "host git afterwards");
       assert.equal(
         decisions(w!.h).filter((d) => d.tool === "bash" && d.outcome === "allowed").length,
@@ -550,11 +594,23 @@ describe("host execution spellings through the real pi command line", { concurre
         }),
     );
     assert.equal(ds.length, cliCommands.length, `one decision a call, from ${JSON.stringify(files)}`);
-    assert.deepEqual(ds.filter((d) => d.outcome === "allowed"), [], "no bash call was allowed on the host");
+    assert.deepEqual(
+      ds.filter((d) => d.outcome === "allowed"),
+      [],
+      "no bash call was allowed on the host",
+    );
     const ran = witnesses();
     ["cli-let", "cli-config-parameters", "cli-cd-symlink", "cli-inside"].forEach((id, i) => {
       const witness = id === "cli-cd-symlink" ? `${TAG}-evil-fsmonitor-cli-cd-symlink` : `${TAG}-${id}`;
-      rows.push({ session: "pi-cli", id, family: "cli", route: ds[i]!.route, outcome: ds[i]!.outcome, effects: "-", ranInSandbox: id === "cli-inside" ? true : ran.includes(witness) });
+      rows.push({
+        session: "pi-cli",
+        id,
+        family: "cli",
+        route: ds[i]!.route,
+        outcome: ds[i]!.outcome,
+        effects: "-",
+        ranInSandbox: id === "cli-inside" ? true : ran.includes(witness),
+      });
     });
   });
 });
@@ -579,7 +635,9 @@ describe("two sessions on one workspace", { concurrency: false }, () => {
       const go = join(SANDBOX_TMP, `${TAG}-race-go`);
       // A writes into race/, then waits (bounded) for the host to say go.
       a.faux.setResponses([
-        call("bash", { command: `echo pwned > race/m-race && touch $TMPDIR/${TAG}-race-started && for i in $(seq 200); do [ -e $TMPDIR/${TAG}-race-go ] && break; sleep 0.05; done` }),
+        call("bash", {
+          command: `echo pwned > race/m-race && touch $TMPDIR/${TAG}-race-started && for i in $(seq 200); do [ -e $TMPDIR/${TAG}-race-go ] && break; sleep 0.05; done`,
+        }),
         done(),
       ]);
       b.faux.setResponses([call("bash", { command: `rmdir race && ln -s ${OUT} race` }), done()]);
@@ -594,7 +652,15 @@ describe("two sessions on one workspace", { concurrency: false }, () => {
       await pa;
       assert.equal(decisions(a).find((d) => d.tool === "bash")?.outcome, "sandboxed");
       const leaked = readdirSync(OUT);
-      rows.push({ session: "two-sessions", id: "apply-through-raced-link", family: "write-outside", route: "sandbox", outcome: "sandboxed", effects: leaked.length ? "LEAKED" : "-", ranInSandbox: true });
+      rows.push({
+        session: "two-sessions",
+        id: "apply-through-raced-link",
+        family: "write-outside",
+        route: "sandbox",
+        outcome: "sandboxed",
+        effects: leaked.length ? "LEAKED" : "-",
+        ranInSandbox: true,
+      });
       assert.deepEqual(leaked, [], "A's staged file was applied through B's symlink, outside the writable roots");
       assert.equal(hostShellRuns().length, 0);
     } finally {
@@ -626,7 +692,11 @@ describe("the host-run spy", { concurrency: false }, () => {
       assert.equal(readFileSync(join(h.cwd, "host.txt"), "utf8"), "host\n");
       assert.equal(decisions(h)[0]?.outcome, "allowed");
       assert.equal(hostShellRuns().length, n + 1, JSON.stringify(spawned.slice(-3)));
-      assert.ok(hostShellRuns().at(-1)!.args.some((a) => a.includes("echo host > host.txt")));
+      assert.ok(
+        hostShellRuns()
+          .at(-1)!
+          .args.some((a) => a.includes("echo host > host.txt")),
+      );
     } finally {
       await h.dispose();
       resetSharedController();

@@ -17,7 +17,11 @@ const root = realpathSync(mkdtempSync(join(tmpdir(), "pi-auto-mode-pkg-")));
 const installed = join(root, "node_modules", "pi-auto-mode");
 
 before(() => {
-  const pkg = JSON.parse(readFileSync(join(repo, "package.json"), "utf8")) as { files: string[]; dependencies: Record<string, string>; peerDependencies: Record<string, string> };
+  const pkg = JSON.parse(readFileSync(join(repo, "package.json"), "utf8")) as {
+    files: string[];
+    dependencies: Record<string, string>;
+    peerDependencies: Record<string, string>;
+  };
   mkdirSync(installed, { recursive: true });
   for (const f of pkg.files) if (f !== "dist" && existsSync(join(repo, f))) cpSync(join(repo, f), join(installed, f), { recursive: true });
   cpSync(join(repo, "package.json"), join(installed, "package.json"));
@@ -33,14 +37,26 @@ after(() => rmSync(root, { recursive: true, force: true }));
 
 describe("the installed package", () => {
   test("the build holds what the code reads at run time", () => {
-    for (const f of ["cli/main.js", "extension.js", "sandbox/linux/spawner-main.js", "policy/data/commands.json", "policy/data/paths.json", "review/data/reviewer-prompt.md", "review/data/schema-reminder.md"])
+    for (const f of [
+      "cli/main.js",
+      "extension.js",
+      "sandbox/linux/spawner-main.js",
+      "policy/data/commands.json",
+      "policy/data/paths.json",
+      "review/data/reviewer-prompt.md",
+      "review/data/schema-reminder.md",
+    ])
       assert.ok(existsSync(join(installed, "dist", f)), f);
   });
 
   test("the command runs from dist under node_modules", async () => {
     const home = join(root, "home");
     mkdirSync(home, { recursive: true });
-    const r = await runCli(["check", "--json", "--", "rm -rf ~"], { bin: join(installed, "bin", "pi-auto-mode.js"), cwd: root, env: { HOME: home, PI_CODING_AGENT_DIR: join(home, ".pi", "agent") } });
+    const r = await runCli(["check", "--json", "--", "rm -rf ~"], {
+      bin: join(installed, "bin", "pi-auto-mode.js"),
+      cwd: root,
+      env: { HOME: home, PI_CODING_AGENT_DIR: join(home, ".pi", "agent") },
+    });
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /"route":"deny"/);
   });
@@ -50,7 +66,11 @@ describe("the installed package", () => {
     if (status.backend !== "sandboxed") return t.skip(`sandbox unavailable: ${status.reason}`);
     const home = join(root, "home");
     mkdirSync(join(root, "ws"), { recursive: true });
-    const r = await runCli(["sandbox", "--cwd", join(root, "ws"), "--", "echo contained"], { bin: join(installed, "bin", "pi-auto-mode.js"), cwd: root, env: { HOME: home, PI_CODING_AGENT_DIR: join(home, ".pi", "agent") } });
+    const r = await runCli(["sandbox", "--cwd", join(root, "ws"), "--", "echo contained"], {
+      bin: join(installed, "bin", "pi-auto-mode.js"),
+      cwd: root,
+      env: { HOME: home, PI_CODING_AGENT_DIR: join(home, ".pi", "agent") },
+    });
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stdout.trim(), "contained");
   });

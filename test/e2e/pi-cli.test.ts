@@ -47,7 +47,8 @@ function pi(args: string[]): Promise<{ code: number | null; stdout: string; stde
 // Why the real CLI cannot run here, or undefined when it can.
 function unavailable(): string | undefined {
   const [major = 0, minor = 0] = process.versions.node.split(".").map(Number);
-  if (major < 22 || (major === 22 && minor < 19)) return `Pi 1.6 needs Node >= 22.19; this test runs on Node ${process.versions.node} (use node_modules/.bin/node)`;
+  if (major < 22 || (major === 22 && minor < 19))
+    return `Pi 1.6 needs Node >= 22.19; this test runs on Node ${process.versions.node} (use node_modules/.bin/node)`;
   if (!existsSync(piBin)) return `the pi command line is not installed at ${piBin} (run npm install)`;
   if (process.platform === "win32") return "the pi bin shim is a shell script here; this test starts it directly, which Windows cannot";
   return undefined;
@@ -63,7 +64,7 @@ describe("the README's install path with the real pi CLI", { concurrency: false 
     const r = await pi(["install", repo]);
     assert.equal(r.code, 0, `pi install failed:\n${r.stdout}\n${r.stderr}`);
     const settings = JSON.parse(readFileSync(join(agentDir, "settings.json"), "utf8")) as { packages?: unknown[] };
-    const listed = (settings.packages ?? []).map((p) => (typeof p === "string" ? p : (p as { source?: string }).source ?? ""));
+    const listed = (settings.packages ?? []).map((p) => (typeof p === "string" ? p : ((p as { source?: string }).source ?? "")));
     // Pi writes a local path relative to the settings file.
     assert.ok(
       listed.some((p) => resolve(agentDir, p) === repo),

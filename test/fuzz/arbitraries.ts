@@ -162,15 +162,50 @@ const NAMES = [
   "watch",
 ];
 
-const PLAIN_WORDS = ["x", "a b", "-rf", "--force", "-n", "--output=/etc/passwd", "-o", "1", "0", "hello", "ünïcödé", "$x", "${HOME}", "$1", "$@", "$?", "~", "-", "--", "=", "a=b", "\\;", "\\n", ""];
+const PLAIN_WORDS = [
+  "x",
+  "a b",
+  "-rf",
+  "--force",
+  "-n",
+  "--output=/etc/passwd",
+  "-o",
+  "1",
+  "0",
+  "hello",
+  "ünïcödé",
+  "$x",
+  "${HOME}",
+  "$1",
+  "$@",
+  "$?",
+  "~",
+  "-",
+  "--",
+  "=",
+  "a=b",
+  "\\;",
+  "\\n",
+  "",
+];
 
-const ASSIGNMENTS = ["X=1", "PATH=/tmp", "LD_PRELOAD=/tmp/x.so", "GIT_DIR=/tmp", "HOME=/tmp", "BASH_ENV=x", "PROMPT_COMMAND=x", "NODE_OPTIONS=--require=x", "TOKEN=$AWS_SECRET_ACCESS_KEY"];
+const ASSIGNMENTS = [
+  "X=1",
+  "PATH=/tmp",
+  "LD_PRELOAD=/tmp/x.so",
+  "GIT_DIR=/tmp",
+  "HOME=/tmp",
+  "BASH_ENV=x",
+  "PROMPT_COMMAND=x",
+  "NODE_OPTIONS=--require=x",
+  "TOKEN=$AWS_SECRET_ACCESS_KEY",
+];
 
 const REDIR_OPS = [">", ">>", "<", "2>", "2>>", "&>", ">|", "<>", "1>&2", "2>&1", ">&"];
 
 /** One word: a path, a plain word, either quoted, or an expansion. */
 function word(cmd: fc.Arbitrary<string>, maxDepth = 2): fc.Arbitrary<string> {
-  const base = fc.oneof(fc.constantFrom(...PATHS), fc.constantFrom(...PLAIN_WORDS), fc.stringMatching(/^[a-z0-9._\/-]{1,8}$/));
+  const base = fc.oneof(fc.constantFrom(...PATHS), fc.constantFrom(...PLAIN_WORDS), fc.stringMatching(/^[a-z0-9._/-]{1,8}$/));
   return fc.oneof(
     { depthSize: "small", maxDepth, depthIdentifier: DEPTH },
     { weight: 6, arbitrary: base },
@@ -214,7 +249,12 @@ export function grammar(maxDepth = 3, size: fc.SizeForArbitrary = "small"): Gram
         fc.array(redirection(tie("simple"), maxDepth), { maxLength: 2, size }),
       )
       .map(([a, n, w, r]) => [...a, n, ...w, ...r].join(" ")),
-    pipeline: fc.array(fc.oneof({ depthSize: "small", maxDepth, depthIdentifier: DEPTH }, { weight: 4, arbitrary: tie("simple") }, { weight: 1, arbitrary: tie("compound") }), { minLength: 1, maxLength: 3, size }).map((s) => s.join(" | ")),
+    pipeline: fc
+      .array(
+        fc.oneof({ depthSize: "small", maxDepth, depthIdentifier: DEPTH }, { weight: 4, arbitrary: tie("simple") }, { weight: 1, arbitrary: tie("compound") }),
+        { minLength: 1, maxLength: 3, size },
+      )
+      .map((s) => s.join(" | ")),
     compound: fc.oneof(
       { depthSize: "small", maxDepth, depthIdentifier: DEPTH },
       tie("command").map((c) => `( ${c} )`),
@@ -231,9 +271,13 @@ export function grammar(maxDepth = 3, size: fc.SizeForArbitrary = "small"): Gram
       tie("pipeline"),
       fc.tuple(tie("pipeline"), fc.constantFrom(" && ", " || ", "; ", " & ", "\n"), tie("command")).map(([a, op, b]) => `${a}${op}${b}`),
       tie("pipeline").map((p) => `${p} &`),
-      fc.tuple(fc.constantFrom("cat", "sh", "bash", "python3", "tee ~/.bashrc", "cat > .git/hooks/pre-commit"), fc.array(fc.constantFrom(...NAMES, ...PATHS), { maxLength: 3 }), fc.boolean()).map(
-        ([c, body, quoted]) => `${c} <<${quoted ? "'EOF'" : "EOF"}\n${body.join("\n")}\nEOF\n`,
-      ),
+      fc
+        .tuple(
+          fc.constantFrom("cat", "sh", "bash", "python3", "tee ~/.bashrc", "cat > .git/hooks/pre-commit"),
+          fc.array(fc.constantFrom(...NAMES, ...PATHS), { maxLength: 3 }),
+          fc.boolean(),
+        )
+        .map(([c, body, quoted]) => `${c} <<${quoted ? "'EOF'" : "EOF"}\n${body.join("\n")}\nEOF\n`),
       tie("compound"),
     ),
   }));
@@ -264,7 +308,39 @@ export function corpusCommands(vars: { readonly ws: string; readonly home: strin
 
 type Mutation = { readonly at: number; readonly kind: "delete" | "insert" | "duplicate" | "replace"; readonly len: number; readonly text: string };
 
-const INSERTS = ["'", '"', "`", "$(", ")", "(", "{", "}", ";", "&&", "||", "|", "&", ">", "<", "<<EOF\n", "\n", "\\", " ", "#", "*", "~/.ssh/id_rsa", ".git/config", "/etc/passwd", "rm -rf /", "sudo ", "bash -c ", "$x", "\u0000", "\u00a0", "é"];
+const INSERTS = [
+  "'",
+  '"',
+  "`",
+  "$(",
+  ")",
+  "(",
+  "{",
+  "}",
+  ";",
+  "&&",
+  "||",
+  "|",
+  "&",
+  ">",
+  "<",
+  "<<EOF\n",
+  "\n",
+  "\\",
+  " ",
+  "#",
+  "*",
+  "~/.ssh/id_rsa",
+  ".git/config",
+  "/etc/passwd",
+  "rm -rf /",
+  "sudo ",
+  "bash -c ",
+  "$x",
+  "\u0000",
+  "\u00a0",
+  "é",
+];
 
 /** A corpus command with a few random edits: characters deleted, inserted, duplicated or replaced. */
 export function mutatedCommand(corpus: readonly string[], g: Grammar): fc.Arbitrary<string> {
@@ -287,16 +363,44 @@ export function mutatedCommand(corpus: readonly string[], g: Grammar): fc.Arbitr
   });
 }
 
-const TOOLS = ["read", "write", "edit", "bash", "grep", "find", "ls", "powershell", "codemode", "tool_search", "mcp__github__create_issue", "mcp__x__y", "web_fetch", "Bash", "READ", "", "__proto__", "constructor", "toString"];
+const TOOLS = [
+  "read",
+  "write",
+  "edit",
+  "bash",
+  "grep",
+  "find",
+  "ls",
+  "powershell",
+  "codemode",
+  "tool_search",
+  "mcp__github__create_issue",
+  "mcp__x__y",
+  "web_fetch",
+  "Bash",
+  "READ",
+  "",
+  "__proto__",
+  "constructor",
+  "toString",
+];
 
 /** A value for one field: usually the type the tool expects, sometimes anything JSON can hold. */
 function field(right: fc.Arbitrary<unknown>): fc.Arbitrary<unknown> {
-  return fc.oneof({ weight: 5, arbitrary: right }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) }, { weight: 1, arbitrary: fc.constantFrom(undefined, null, "", 0, -1, 1e308, [], {}) });
+  return fc.oneof(
+    { weight: 5, arbitrary: right },
+    { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) },
+    { weight: 1, arbitrary: fc.constantFrom(undefined, null, "", 0, -1, 1e308, [], {}) },
+  );
 }
 
 /** Tool inputs of every shape: the fields a tool takes, with right and wrong types, extra fields, or any JSON at all. */
 export function toolCall(g: Grammar): fc.Arbitrary<{ tool: string; input: unknown }> {
-  const path = fc.oneof(fc.constantFrom(...PATHS), fc.string({ maxLength: 12 }), fc.constantFrom("@src/index.ts", "file:///etc/passwd", "file:///tmp/%00x", "~/", "a\u00a0b", "./../..", "x\u0000y"));
+  const path = fc.oneof(
+    fc.constantFrom(...PATHS),
+    fc.string({ maxLength: 12 }),
+    fc.constantFrom("@src/index.ts", "file:///etc/passwd", "file:///tmp/%00x", "~/", "a\u00a0b", "./../..", "x\u0000y"),
+  );
   const edits = fc.oneof(
     fc.array(fc.record({ oldText: field(fc.string({ maxLength: 6 })), newText: field(fc.string({ maxLength: 6 })) }), { maxLength: 3 }),
     fc.constant('[{"oldText":"a","newText":"b"}]'),
@@ -319,6 +423,23 @@ export function toolCall(g: Grammar): fc.Arbitrary<{ tool: string; input: unknow
     },
     { requiredKeys: [] },
   );
-  const input = fc.oneof({ weight: 6, arbitrary: shaped }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) }, { weight: 1, arbitrary: fc.anything({ maxDepth: 2, withBigInt: true, withDate: true, withMap: true, withSet: true, withTypedArray: true, withSparseArray: true, withNullPrototype: true, withBoxedValues: true }) });
+  const input = fc.oneof(
+    { weight: 6, arbitrary: shaped },
+    { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
+    {
+      weight: 1,
+      arbitrary: fc.anything({
+        maxDepth: 2,
+        withBigInt: true,
+        withDate: true,
+        withMap: true,
+        withSet: true,
+        withTypedArray: true,
+        withSparseArray: true,
+        withNullPrototype: true,
+        withBoxedValues: true,
+      }),
+    },
+  );
   return fc.record({ tool: fc.oneof({ weight: 8, arbitrary: fc.constantFrom(...TOOLS) }, { weight: 1, arbitrary: fc.string({ maxLength: 10 }) }), input });
 }

@@ -46,19 +46,44 @@ function normalized(v: JsonValue, form: "NFC" | "NFD" | "NFKC" | "NFKD"): JsonVa
 /** Strings rich in what normalization changes: precomposed and decomposed letters, compatibility forms, Hangul. */
 const unicodeString = fc.oneof(
   fc.string({ unit: "grapheme", maxLength: 6 }),
-  fc.array(fc.constantFrom("e", "\u00e9", "e\u0301", "\u212b", "A\u030a", "\u00c5", "\ufb01", "fi", "\u1100\u1161", "\uac00", "\u0041", "\u2126", "\u03a9", "\ud83d\ude00", "\ud800", "\u00a0", " "), { maxLength: 5 }).map((xs) => xs.join("")),
+  fc
+    .array(
+      fc.constantFrom(
+        "e",
+        "\u00e9",
+        "e\u0301",
+        "\u212b",
+        "A\u030a",
+        "\u00c5",
+        "\ufb01",
+        "fi",
+        "\u1100\u1161",
+        "\uac00",
+        "\u0041",
+        "\u2126",
+        "\u03a9",
+        "\ud83d\ude00",
+        "\ud800",
+        "\u00a0",
+        " ",
+      ),
+      { maxLength: 5 },
+    )
+    .map((xs) => xs.join("")),
 );
 /** JSON values as a tool input carries them (JSON has no -0: it reads back as 0). */
 const jsonValue = fc.jsonValue({ maxDepth: 4, stringUnit: "grapheme" }).map((v) => JSON.parse(JSON.stringify(v)) as JsonValue);
-const unicodeJson = fc.letrec<{ v: JsonValue }>((tie) => ({
-  v: fc.oneof(
-    { depthSize: "small", maxDepth: 3 },
-    unicodeString,
-    fc.integer(),
-    fc.dictionary(unicodeString, tie("v"), { maxKeys: 4 }),
-    fc.array(tie("v"), { maxLength: 3 }),
-  ),
-})).v.map((v) => JSON.parse(JSON.stringify(v)) as JsonValue);
+const unicodeJson = fc
+  .letrec<{ v: JsonValue }>((tie) => ({
+    v: fc.oneof(
+      { depthSize: "small", maxDepth: 3 },
+      unicodeString,
+      fc.integer(),
+      fc.dictionary(unicodeString, tie("v"), { maxKeys: 4 }),
+      fc.array(tie("v"), { maxLength: 3 }),
+    ),
+  }))
+  .v.map((v) => JSON.parse(JSON.stringify(v)) as JsonValue);
 
 function sameValue(a: unknown, b: unknown): boolean {
   try {
@@ -73,15 +98,20 @@ describe("canonical requests: one text per value, whatever the key order, every 
   test("key order never changes the text or the request hash; the text reads back as the value", async (t) => {
     await checkProperty(
       t,
-      fc.property(fc.oneof(jsonValue, unicodeJson), fc.array(fc.nat(), { minLength: 1, maxLength: 6 }), fc.constantFrom("bash", "write", "mcp__x__y"), (v, order, tool) => {
-        const w = reordered(v, order);
-        assert.equal(text(w), text(v));
-        assert.deepStrictEqual(JSON.parse(text(v)), v);
-        const a = buildRequest(tool, v, "/work", "/home/u");
-        const b = buildRequest(tool, w, "/work", "/home/u");
-        assert.ok(a.ok && b.ok);
-        assert.equal(a.request.hash, b.request.hash);
-      }),
+      fc.property(
+        fc.oneof(jsonValue, unicodeJson),
+        fc.array(fc.nat(), { minLength: 1, maxLength: 6 }),
+        fc.constantFrom("bash", "write", "mcp__x__y"),
+        (v, order, tool) => {
+          const w = reordered(v, order);
+          assert.equal(text(w), text(v));
+          assert.deepStrictEqual(JSON.parse(text(v)), v);
+          const a = buildRequest(tool, v, "/work", "/home/u");
+          const b = buildRequest(tool, w, "/work", "/home/u");
+          assert.ok(a.ok && b.ok);
+          assert.equal(a.request.hash, b.request.hash);
+        },
+      ),
       { runs: fuzzRuns(3000) },
     );
   });
@@ -89,15 +119,20 @@ describe("canonical requests: one text per value, whatever the key order, every 
   test("two values have one text exactly when they are equal: NFC, NFD and compatibility spellings stay apart", async (t) => {
     await checkProperty(
       t,
-      fc.property(unicodeJson, fc.constantFrom("NFC", "NFD", "NFKC", "NFKD") as fc.Arbitrary<"NFC" | "NFD" | "NFKC" | "NFKD">, unicodeJson, (v, form, other) => {
-        for (const w of [normalized(v, form), other]) {
-          assert.equal(text(v) === text(w), sameValue(v, w), `${JSON.stringify(v)} and ${JSON.stringify(w)}`);
-          const a = buildRequest("write", { path: "x", content: v }, "/work", "/home/u");
-          const b = buildRequest("write", { path: "x", content: w }, "/work", "/home/u");
-          assert.ok(a.ok && b.ok);
-          assert.equal(a.request.hash === b.request.hash, sameValue(v, w));
-        }
-      }),
+      fc.property(
+        unicodeJson,
+        fc.constantFrom("NFC", "NFD", "NFKC", "NFKD") as fc.Arbitrary<"NFC" | "NFD" | "NFKC" | "NFKD">,
+        unicodeJson,
+        (v, form, other) => {
+          for (const w of [normalized(v, form), other]) {
+            assert.equal(text(v) === text(w), sameValue(v, w), `${JSON.stringify(v)} and ${JSON.stringify(w)}`);
+            const a = buildRequest("write", { path: "x", content: v }, "/work", "/home/u");
+            const b = buildRequest("write", { path: "x", content: w }, "/work", "/home/u");
+            assert.ok(a.ok && b.ok);
+            assert.equal(a.request.hash === b.request.hash, sameValue(v, w));
+          }
+        },
+      ),
       { runs: fuzzRuns(3000) },
     );
   });
@@ -113,7 +148,8 @@ before(() => {
   mkdirSync(join(ws, "src", "caf\u00e9"), { recursive: true });
   mkdirSync(join(home, ".ssh"), { recursive: true });
   // Names Pi's read tool finds by its macOS fallbacks: NFD, curly apostrophe, narrow no-break space before PM.
-  for (const name of ["cafe\u0301.txt", "Capture d\u2019e\u0301cran.png", "Screenshot 2024-01-01 at 1.00.00\u202fPM.png", "it\u2019s.md", "plain.txt"]) writeFileSync(join(ws, name), "x");
+  for (const name of ["cafe\u0301.txt", "Capture d\u2019e\u0301cran.png", "Screenshot 2024-01-01 at 1.00.00\u202fPM.png", "it\u2019s.md", "plain.txt"])
+    writeFileSync(join(ws, name), "x");
   writeFileSync(join(home, ".ssh", "id_ed25519"), "key");
   symlinkSync("loop", join(ws, "loop"));
   symlinkSync(join(home, ".ssh"), join(ws, "keys"));
@@ -125,10 +161,66 @@ after(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
-const SEGMENTS = ["a", "src", "..", ".", "", "~", "@x", ".ssh", "id_ed25519", "caf\u00e9", "cafe\u0301", "cafe\u0301.txt", "caf\u00e9.txt", "it's.md", "Capture d'\u00e9cran.png", "Screenshot 2024-01-01 at 1.00.00 PM.png", "a\u00a0b", "a\u2003b", "a\u3000b", " ", "%20", "%00", "file:", "x\u0000y", "\u202f", "plain.txt", "\\", "C:", "loop", "keys"];
-const PREFIXES = ["", "", "", "~/", "~", "/", "@", "@~/", "@/", "./", "../", "file://", "file:///", "file://localhost/", " ~/", "\u00a0~/", "@@", "~user/", "\u3000@"];
+const SEGMENTS = [
+  "a",
+  "src",
+  "..",
+  ".",
+  "",
+  "~",
+  "@x",
+  ".ssh",
+  "id_ed25519",
+  "caf\u00e9",
+  "cafe\u0301",
+  "cafe\u0301.txt",
+  "caf\u00e9.txt",
+  "it's.md",
+  "Capture d'\u00e9cran.png",
+  "Screenshot 2024-01-01 at 1.00.00 PM.png",
+  "a\u00a0b",
+  "a\u2003b",
+  "a\u3000b",
+  " ",
+  "%20",
+  "%00",
+  "file:",
+  "x\u0000y",
+  "\u202f",
+  "plain.txt",
+  "\\",
+  "C:",
+  "loop",
+  "keys",
+];
+const PREFIXES = [
+  "",
+  "",
+  "",
+  "~/",
+  "~",
+  "/",
+  "@",
+  "@~/",
+  "@/",
+  "./",
+  "../",
+  "file://",
+  "file:///",
+  "file://localhost/",
+  " ~/",
+  "\u00a0~/",
+  "@@",
+  "~user/",
+  "\u3000@",
+];
 const piPath = fc.oneof(
-  { weight: 4, arbitrary: fc.tuple(fc.constantFrom(...PREFIXES), fc.array(fc.constantFrom(...SEGMENTS), { maxLength: 5 }), fc.constantFrom("", "/", "//")).map(([p, s, end]) => p + s.join("/") + end) },
+  {
+    weight: 4,
+    arbitrary: fc
+      .tuple(fc.constantFrom(...PREFIXES), fc.array(fc.constantFrom(...SEGMENTS), { maxLength: 5 }), fc.constantFrom("", "/", "//"))
+      .map(([p, s, end]) => p + s.join("/") + end),
+  },
   { weight: 1, arbitrary: fc.string({ maxLength: 12 }) },
   { weight: 1, arbitrary: fc.string({ unit: "grapheme", maxLength: 8 }) },
 );
@@ -167,11 +259,15 @@ function assertSameAsPi(pi: ReturnType<typeof attempt>, gate: ReturnType<typeof 
   if (gate.ok) {
     assert.ok(pi.ok, `${what}: the gate resolves ${JSON.stringify(gate.path)} where Pi throws (${pi.ok ? "" : pi.error})`);
     assert.equal(gate.path, pi.path, what);
-  } else assert.ok(!pi.ok || pi.path.includes("\0") || raw.includes("\0"), `${what}: the gate refuses (${gate.error}) what Pi opens as ${pi.ok ? JSON.stringify(pi.path) : ""}`);
+  } else
+    assert.ok(
+      !pi.ok || pi.path.includes("\0") || raw.includes("\0"),
+      `${what}: the gate refuses (${gate.error}) what Pi opens as ${pi.ok ? JSON.stringify(pi.path) : ""}`,
+    );
 }
 
 describe("paths: the gate resolves a tool's path exactly as Pi's tools do", () => {
-  test("write and edit (resolveToCwd), and ls, grep and find (with \"\" as \".\")", async (t) => {
+  test('write and edit (resolveToCwd), and ls, grep and find (with "" as ".")', async (t) => {
     await checkProperty(
       t,
       fc.property(piPath, cwd, (p, dir) => {
@@ -189,7 +285,8 @@ describe("paths: the gate resolves a tool's path exactly as Pi's tools do", () =
           assert.ok(built.ok);
           const pi = attempt(() => resolveToCwd(tool === "write" || tool === "edit" ? p : p || ".", dir));
           const lexical = built.request.paths[0]?.lexical;
-          if (lexical === undefined) assert.ok(unopenable(pi, p) || p === "", `${tool} ${what}: the gate resolved nothing where Pi opens ${pi.ok ? pi.path : ""}`);
+          if (lexical === undefined)
+            assert.ok(unopenable(pi, p) || p === "", `${tool} ${what}: the gate resolved nothing where Pi opens ${pi.ok ? pi.path : ""}`);
           else assertSameAsPi(pi, { ok: true, path: lexical }, `${tool} ${what}`, p);
         }
       }),

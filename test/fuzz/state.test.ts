@@ -12,7 +12,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import fc from "fast-check";
-import { ARTIFACT_FILES, classify, serializeAnchor, serializeConfig, serializeWatermark, type ArtifactName, type ArtifactRead, type Classification } from "../../src/state/artifacts.ts";
+import {
+  ARTIFACT_FILES,
+  classify,
+  serializeAnchor,
+  serializeConfig,
+  serializeWatermark,
+  type ArtifactName,
+  type ArtifactRead,
+  type Classification,
+} from "../../src/state/artifacts.ts";
 import { createDurableGlobalState } from "../../src/state/durable-store.ts";
 import { readEnabled, type GlobalRead, type GlobalSnapshot, type ReviewerChoice, type StateFault } from "../../src/state/global.ts";
 import { ANCHOR_FILE, STATE_DIR_NAME } from "../../src/state/locations.ts";
@@ -33,7 +42,9 @@ const REVIEWERS: readonly ReviewerChoice[] = [
 ];
 
 const snapshot = (revision: fc.Arbitrary<number>): fc.Arbitrary<GlobalSnapshot> =>
-  fc.record({ enabled: fc.boolean(), reviewer: fc.option(fc.constantFrom(...REVIEWERS), { nil: undefined }), revision }).map((s) => ({ enabled: s.enabled, reviewer: s.reviewer, revision: s.revision }));
+  fc
+    .record({ enabled: fc.boolean(), reviewer: fc.option(fc.constantFrom(...REVIEWERS), { nil: undefined }), revision })
+    .map((s) => ({ enabled: s.enabled, reviewer: s.reviewer, revision: s.revision }));
 
 /** The four files of a healthy state, as a commit leaves them. */
 function texts(s: GlobalSnapshot): Record<File, string> {
@@ -56,11 +67,17 @@ const damage = (truth: GlobalSnapshot): fc.Arbitrary<Damage> =>
   fc.oneof(
     fc.record({ file: fc.constantFrom(...FILES), how: fc.constant("truncate" as const), at: fc.nat() }),
     fc.record({ file: fc.constantFrom(...FILES), how: fc.constant("flip" as const), at: fc.nat(), bit: fc.integer({ min: 0, max: 7 }) }),
-    fc.record({ file: fc.constantFrom<ArtifactName>("config", "primary", "recovery"), how: fc.constant("old" as const), from: snapshot(fc.integer({ min: 0, max: truth.revision - 1 })) }),
+    fc.record({
+      file: fc.constantFrom<ArtifactName>("config", "primary", "recovery"),
+      how: fc.constant("old" as const),
+      from: snapshot(fc.integer({ min: 0, max: truth.revision - 1 })),
+    }),
     fc.record({ file: fc.constantFrom<ArtifactName>("config", "primary", "recovery"), how: fc.constant("delete" as const) }),
   );
 
-const truthAndDamage = snapshot(fc.integer({ min: 1, max: 130 })).chain((truth) => fc.tuple(fc.constant(truth), fc.array(damage(truth), { minLength: 1, maxLength: 3 })));
+const truthAndDamage = snapshot(fc.integer({ min: 1, max: 130 })).chain((truth) =>
+  fc.tuple(fc.constant(truth), fc.array(damage(truth), { minLength: 1, maxLength: 3 })),
+);
 
 /** The files after the damage (null: deleted). */
 function damaged(truth: GlobalSnapshot, damages: readonly Damage[]): Record<File, Buffer | null> {
@@ -82,7 +99,8 @@ function damaged(truth: GlobalSnapshot, damages: readonly Damage[]): Record<File
   return out;
 }
 
-const same = (a: GlobalSnapshot | undefined, b: GlobalSnapshot) => a !== undefined && a.enabled === b.enabled && JSON.stringify(a.reviewer ?? null) === JSON.stringify(b.reviewer ?? null);
+const same = (a: GlobalSnapshot | undefined, b: GlobalSnapshot) =>
+  a !== undefined && a.enabled === b.enabled && JSON.stringify(a.reviewer ?? null) === JSON.stringify(b.reviewer ?? null);
 
 /**
  * What a read of the damaged files may say: a fault, or the true state exactly (nothing else can
@@ -102,7 +120,9 @@ function assertNotPermissive(read: GlobalRead | Classification, truth: GlobalSna
   assert.ok(!unchanged, `${what}: intact files read as a fault`);
   const survivor = read.fault.survivor;
   if (survivor === undefined || same(survivor, truth) || survivor.revision > truth.revision || !anchorIntact) return;
-  assert.fail(`${what}: a repair would keep ${JSON.stringify(survivor)} (the user chose ${JSON.stringify(truth)}); fault ${read.fault.code}: ${read.fault.detail}`);
+  assert.fail(
+    `${what}: a repair would keep ${JSON.stringify(survivor)} (the user chose ${JSON.stringify(truth)}); fault ${read.fault.code}: ${read.fault.detail}`,
+  );
 }
 
 function show(files: Record<File, Buffer | null>): string {
@@ -156,8 +176,13 @@ describe("P12: damaged state never reads as a state the user did not choose", ()
           // A damaged anchor vouches for nothing, like a missing one (the documented limit; see
           // assertNotPermissive): with it, the repair keeps whatever config is left.
           const anchorIntact = files.anchor !== null && files.anchor.toString("utf8") === texts(truth).anchor;
-          if (truth.enabled && anchorIntact) assert.equal(fixed.snapshot.enabled, true, `${what}: the repair turned auto mode off (${read.fault.code}: ${read.fault.detail})`);
-          assert.deepEqual(await createDurableGlobalState({ agentDir, lock: LOCK }).read(), { kind: "ok", snapshot: fixed.snapshot }, `${what}: the repair reads back`);
+          if (truth.enabled && anchorIntact)
+            assert.equal(fixed.snapshot.enabled, true, `${what}: the repair turned auto mode off (${read.fault.code}: ${read.fault.detail})`);
+          assert.deepEqual(
+            await createDurableGlobalState({ agentDir, lock: LOCK }).read(),
+            { kind: "ok", snapshot: fixed.snapshot },
+            `${what}: the repair reads back`,
+          );
         } finally {
           rmSync(agentDir, { recursive: true, force: true });
         }
@@ -179,7 +204,10 @@ describe("P12: a state file that is not a regular file is a fault, never a hang"
     await checkProperty(
       t,
       fc.asyncProperty(nonRegular, async ([truth, planted, cut, op]) => {
-        const files: Record<File, Buffer | null> = Object.fromEntries(Object.entries(texts(truth)).map(([f, x]) => [f, Buffer.from(x)])) as Record<File, Buffer>;
+        const files: Record<File, Buffer | null> = Object.fromEntries(Object.entries(texts(truth)).map(([f, x]) => [f, Buffer.from(x)])) as Record<
+          File,
+          Buffer
+        >;
         if (cut && files[cut.file]) files[cut.file] = files[cut.file]!.subarray(0, cut.at % (files[cut.file]!.length + 1));
         const agentDir = agentWith(files);
         try {
@@ -192,7 +220,10 @@ describe("P12: a state file that is not a regular file is a fault, never a hang"
           const r = (await probe(op, agentDir)) as { kind: string; snapshot?: GlobalSnapshot; fault?: StateFault };
           // A symlink to a faithful copy is still not the file: only a fault is right.
           assert.equal(r.kind, "fault", `${what}: ${JSON.stringify(r)}`);
-          assert.ok(r.fault && ["unreadable", "partial", "malformed-watermark", "malformed-config", "anchor-mismatch", "rolled-back"].includes(r.fault.code), `${what}: ${JSON.stringify(r)}`);
+          assert.ok(
+            r.fault && ["unreadable", "partial", "malformed-watermark", "malformed-config", "anchor-mismatch", "rolled-back"].includes(r.fault.code),
+            `${what}: ${JSON.stringify(r)}`,
+          );
         } finally {
           rmSync(agentDir, { recursive: true, force: true });
         }
@@ -222,7 +253,10 @@ describe("P12: state counterexamples found by the properties", () => {
     const on: GlobalSnapshot = { enabled: true, reviewer: REVIEWERS[0], revision: 5 };
     const t = texts(on);
     const changed = t.config.replace('"claude-x"', '"claude-y"');
-    const c = classify({ config: { kind: "text", text: changed }, primary: { kind: "text", text: "{" }, recovery: { kind: "text", text: t.recovery } }, 0, { kind: "text", text: t.anchor });
+    const c = classify({ config: { kind: "text", text: changed }, primary: { kind: "text", text: "{" }, recovery: { kind: "text", text: t.recovery } }, 0, {
+      kind: "text",
+      text: t.anchor,
+    });
     assert.equal(c.kind === "fault" && c.fault.code, "malformed-watermark");
     assert.equal(c.kind === "fault" && c.fault.survivor, undefined);
   });

@@ -42,27 +42,56 @@ function oracle(reply: string): Record<string, string> | undefined {
 
 const ws = fc.constantFrom("", "", " ", "\n", "\t", "\r\n", "  ");
 /** A key as the reply spells it: mostly plain, sometimes with \u escapes that JSON reads as the same name. */
-const spelled = (k: string) => fc.oneof({ weight: 4, arbitrary: fc.constant(JSON.stringify(k)) }, { weight: 1, arbitrary: fc.constant(`"\\u${k.charCodeAt(0).toString(16).padStart(4, "0")}${k.slice(1)}"`) });
-const rationale = fc.oneof(fc.constantFrom("The user asked for this.", "ok", " ", "", "x".repeat(MAX_RATIONALE_CHARS), "x".repeat(MAX_RATIONALE_CHARS + 1), "line\nbreak", "tab\there", "\u2028", "\u0000"), fc.string({ maxLength: 40 }), fc.string({ unit: "grapheme", maxLength: 20 }));
-const fieldValue = (set: readonly string[]) => fc.oneof({ weight: 6, arbitrary: fc.constantFrom(...set).map((x) => JSON.stringify(x)) }, { weight: 1, arbitrary: fc.constantFrom("ALLOW", "allow ", "ask", "none", "", "Allow").map((x) => JSON.stringify(x)) }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 1 }).map((x) => JSON.stringify(x)) });
+const spelled = (k: string) =>
+  fc.oneof(
+    { weight: 4, arbitrary: fc.constant(JSON.stringify(k)) },
+    { weight: 1, arbitrary: fc.constant(`"\\u${k.charCodeAt(0).toString(16).padStart(4, "0")}${k.slice(1)}"`) },
+  );
+const rationale = fc.oneof(
+  fc.constantFrom(
+    "The user asked for this.",
+    "ok",
+    " ",
+    "",
+    "x".repeat(MAX_RATIONALE_CHARS),
+    "x".repeat(MAX_RATIONALE_CHARS + 1),
+    "line\nbreak",
+    "tab\there",
+    "\u2028",
+    "\u0000",
+  ),
+  fc.string({ maxLength: 40 }),
+  fc.string({ unit: "grapheme", maxLength: 20 }),
+);
+const fieldValue = (set: readonly string[]) =>
+  fc.oneof(
+    { weight: 6, arbitrary: fc.constantFrom(...set).map((x) => JSON.stringify(x)) },
+    { weight: 1, arbitrary: fc.constantFrom("ALLOW", "allow ", "ask", "none", "", "Allow").map((x) => JSON.stringify(x)) },
+    { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 1 }).map((x) => JSON.stringify(x)) },
+  );
 
 /** Objects shaped like a verdict: the schema's fields in any order and spacing, with values right or wrong, sometimes a field dropped, doubled or added. */
 const verdictLike = fc
   .tuple(
     fc.record({
       outcome: fieldValue(["allow", "allow", "deny"]),
-      rationale: fc.oneof({ weight: 6, arbitrary: rationale.map((r) => JSON.stringify(r)) }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 1 }).map((x) => JSON.stringify(x)) }),
+      rationale: fc.oneof(
+        { weight: 6, arbitrary: rationale.map((r) => JSON.stringify(r)) },
+        { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 1 }).map((x) => JSON.stringify(x)) },
+      ),
       risk_level: fieldValue(RISK_LEVELS),
       user_authorization: fieldValue(USER_AUTHORIZATIONS),
     }),
     fc.array(fc.nat(), { minLength: 4, maxLength: 4 }),
     fc.constantFrom("none", "none", "none", "drop", "duplicate", "extra"),
     fc.array(ws, { minLength: 12, maxLength: 12 }),
-    fc.array(fc.boolean(), { minLength: 4, maxLength: 4 }).chain((esc) => fc.tuple(...FIELDS.map((f, i) => (esc[i] ? spelled(f) : fc.constant(JSON.stringify(f)))))),
+    fc
+      .array(fc.boolean(), { minLength: 4, maxLength: 4 })
+      .chain((esc) => fc.tuple(...FIELDS.map((f, i) => (esc[i] ? spelled(f) : fc.constant(JSON.stringify(f)))))),
   )
   .map(([values, order, change, space, keys]) => {
     let pairs = FIELDS.map((f, i) => [keys[i]!, values[f as keyof typeof values]] as [string, string]);
-    pairs.sort((a, b) => (order[FIELDS.indexOf(JSON.parse(a[0]) as string)]! - order[FIELDS.indexOf(JSON.parse(b[0]) as string)]!) || 0);
+    pairs.sort((a, b) => order[FIELDS.indexOf(JSON.parse(a[0]) as string)]! - order[FIELDS.indexOf(JSON.parse(b[0]) as string)]! || 0);
     if (change === "drop") pairs = pairs.slice(1);
     if (change === "duplicate") pairs = [...pairs, [pairs[0]![0], '"allow"']];
     if (change === "extra") pairs = [...pairs, ['"confidence"', '"high"']];
@@ -72,9 +101,42 @@ const verdictLike = fc
 
 /** A valid allow, byte-exact, then a few random edits. */
 const ALLOW = '{"risk_level":"low","user_authorization":"high","outcome":"allow","rationale":"The user asked for this."}';
-const EDIT_TEXT = ["{", "}", '"', ":", ",", " ", "\n", "\\", "\\u0061", "\\\"", "allow", "deny", '"outcome":"allow"', ',"outcome":"deny"', "```", "\u0000", "\ufeff", "[", "]", "null", "é"];
+const EDIT_TEXT = [
+  "{",
+  "}",
+  '"',
+  ":",
+  ",",
+  " ",
+  "\n",
+  "\\",
+  "\\u0061",
+  '\\"',
+  "allow",
+  "deny",
+  '"outcome":"allow"',
+  ',"outcome":"deny"',
+  "```",
+  "\u0000",
+  "\ufeff",
+  "[",
+  "]",
+  "null",
+  "é",
+];
 const mutatedAllow = fc
-  .tuple(fc.oneof(fc.constant(ALLOW), verdictLike), fc.array(fc.record({ at: fc.nat(), kind: fc.constantFrom("delete", "insert", "replace", "duplicate"), len: fc.integer({ min: 1, max: 8 }), text: fc.oneof(fc.constantFrom(...EDIT_TEXT), fc.string({ maxLength: 3 })) }), { minLength: 1, maxLength: 3 }))
+  .tuple(
+    fc.oneof(fc.constant(ALLOW), verdictLike),
+    fc.array(
+      fc.record({
+        at: fc.nat(),
+        kind: fc.constantFrom("delete", "insert", "replace", "duplicate"),
+        len: fc.integer({ min: 1, max: 8 }),
+        text: fc.oneof(fc.constantFrom(...EDIT_TEXT), fc.string({ maxLength: 3 })),
+      }),
+      { minLength: 1, maxLength: 3 },
+    ),
+  )
   .map(([base, edits]) => {
     let s = base;
     for (const e of edits) {
@@ -93,7 +155,12 @@ const replies = fc.oneof(
   { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)) },
   { weight: 4, arbitrary: verdictLike },
   { weight: 4, arbitrary: mutatedAllow },
-  { weight: 1, arbitrary: fc.tuple(fc.constantFrom("Here is my verdict: ", "```json\n", "", ALLOW), verdictLike, fc.constantFrom("", "\n```", " Thanks.", ALLOW)).map(([a, b, c]) => a + b + c) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(fc.constantFrom("Here is my verdict: ", "```json\n", "", ALLOW), verdictLike, fc.constantFrom("", "\n```", " Thanks.", ALLOW))
+      .map(([a, b, c]) => a + b + c),
+  },
 );
 
 describe("P5: the verdict parser yields an allow only for a valid allow object", () => {

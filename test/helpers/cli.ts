@@ -11,9 +11,16 @@ export interface CliRun {
   readonly stderr: string;
 }
 
-export function runCli(args: readonly string[], opts: { readonly cwd: string; readonly env: Readonly<Record<string, string>>; readonly bin?: string }): Promise<CliRun> {
+export function runCli(
+  args: readonly string[],
+  opts: { readonly cwd: string; readonly env: Readonly<Record<string, string>>; readonly bin?: string },
+): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [opts.bin ?? BIN, ...args], { cwd: opts.cwd, env: { ...process.env, ...opts.env }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [opts.bin ?? BIN, ...args], {
+      cwd: opts.cwd,
+      env: { ...process.env, ...opts.env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));

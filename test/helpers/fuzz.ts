@@ -53,13 +53,20 @@ function show(v: unknown): string {
  */
 export async function checkProperty<Ts>(t: TestContext, property: fc.IProperty<Ts> | fc.IAsyncProperty<Ts>, opts: FuzzOptions<Ts>): Promise<void> {
   const t0 = performance.now();
-  const details = await fc.check(property as fc.IAsyncProperty<Ts>, { seed: FUZZ_SEED, numRuns: opts.runs, examples: opts.examples ? [...opts.examples] : undefined, endOnFailure: opts.shrink === false });
+  const details = await fc.check(property as fc.IAsyncProperty<Ts>, {
+    seed: FUZZ_SEED,
+    numRuns: opts.runs,
+    examples: opts.examples ? [...opts.examples] : undefined,
+    endOnFailure: opts.shrink === false,
+  });
   const ms = Math.round(performance.now() - t0);
   if (!details.failed) {
     t.diagnostic(`${details.numRuns} runs passed (${details.numSkips} skipped), seed ${details.seed}, ${ms} ms`);
     return;
   }
-  t.diagnostic(`FAILED after ${details.numRuns} runs and ${details.numShrinks} shrinks, seed ${details.seed}, path ${JSON.stringify(details.counterexamplePath)}, ${ms} ms`);
+  t.diagnostic(
+    `FAILED after ${details.numRuns} runs and ${details.numShrinks} shrinks, seed ${details.seed}, path ${JSON.stringify(details.counterexamplePath)}, ${ms} ms`,
+  );
   if (details.counterexample !== null) t.diagnostic(`${opts.shrink === false ? "first" : "shrunk"} counterexample: ${show(details.counterexample)}`);
   if (details.errorInstance instanceof Error) t.diagnostic(`because: ${details.errorInstance.message.split("\n")[0]}`);
   throw new Error(fc.defaultReportMessage(details) ?? "the property failed");

@@ -6,7 +6,13 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from "node:net";
 
 export type Step =
-  | { readonly kind: "verdict"; readonly text: string; readonly usage?: { prompt: number; completion: number }; readonly chunkDelayMs?: number; readonly chunks?: number }
+  | {
+      readonly kind: "verdict";
+      readonly text: string;
+      readonly usage?: { prompt: number; completion: number };
+      readonly chunkDelayMs?: number;
+      readonly chunks?: number;
+    }
   | { readonly kind: "status"; readonly status: number; readonly headers?: Readonly<Record<string, string>>; readonly body?: string }
   | { readonly kind: "reset" }
   | { readonly kind: "hang" }
@@ -44,7 +50,9 @@ async function streamVerdict(res: ServerResponse, step: Extract<Step, { kind: "v
   }
   res.write(chunk(id, {}, "stop"));
   const u = step.usage ?? { prompt: 500, completion: 30 };
-  res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model: "judge", choices: [], usage: { prompt_tokens: u.prompt, completion_tokens: u.completion, total_tokens: u.prompt + u.completion } })}\n\n`);
+  res.write(
+    `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model: "judge", choices: [], usage: { prompt_tokens: u.prompt, completion_tokens: u.completion, total_tokens: u.prompt + u.completion } })}\n\n`,
+  );
   res.end("data: [DONE]\n\n");
 }
 

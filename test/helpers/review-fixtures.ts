@@ -53,7 +53,11 @@ export async function makeRegistry(agentDir: string, modelsJson?: unknown): Prom
 /** A registry with one faux provider ("judge" by default) registered. */
 export async function fauxRegistry(opts: { provider?: string; models?: FauxModelDefinition[]; tokensPerSecond?: number } = {}) {
   const r = await makeRegistry(tempAgentDir());
-  const faux = fauxProvider({ provider: opts.provider ?? "judge", models: opts.models ?? [{ id: "judge-1" }, { id: "thinker", reasoning: true }], ...(opts.tokensPerSecond ? { tokensPerSecond: opts.tokensPerSecond } : {}) });
+  const faux = fauxProvider({
+    provider: opts.provider ?? "judge",
+    models: opts.models ?? [{ id: "judge-1" }, { id: "thinker", reasoning: true }],
+    ...(opts.tokensPerSecond ? { tokensPerSecond: opts.tokensPerSecond } : {}),
+  });
   r.runtime.registerNativeProvider(faux.provider);
   return { ...r, faux };
 }

@@ -76,7 +76,15 @@ export const IS_ROOT = process.getuid?.() === 0;
 
 export type Kind = "fifo" | "socket" | "directory" | "symlink" | "dangling-symlink" | "symlink-to-fifo" | "device";
 /** Every kind this user can make; a character device needs root (the caller says so when it is left out). */
-export const KINDS: readonly Kind[] = ["fifo", "socket", "directory", "symlink", "dangling-symlink", "symlink-to-fifo", ...(IS_ROOT ? (["device"] as const) : [])];
+export const KINDS: readonly Kind[] = [
+  "fifo",
+  "socket",
+  "directory",
+  "symlink",
+  "dangling-symlink",
+  "symlink-to-fifo",
+  ...(IS_ROOT ? (["device"] as const) : []),
+];
 
 let n = 0;
 

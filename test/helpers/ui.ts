@@ -4,10 +4,33 @@
 import type { ExtensionUIContext } from "@earendil-works/pi-coding-agent";
 
 export const UI_METHODS = [
-  "select", "confirm", "input", "editor", "custom", "notify", "onTerminalInput", "setStatus", "setWorkingMessage", "setWorkingVisible",
-  "setWorkingIndicator", "setHiddenThinkingLabel", "setWidget", "setFooter", "setHeader", "setTitle", "pasteToEditor", "setEditorText",
-  "getEditorText", "addAutocompleteProvider", "setEditorComponent", "getEditorComponent", "getAllThemes", "getTheme", "setTheme",
-  "getToolsExpanded", "setToolsExpanded",
+  "select",
+  "confirm",
+  "input",
+  "editor",
+  "custom",
+  "notify",
+  "onTerminalInput",
+  "setStatus",
+  "setWorkingMessage",
+  "setWorkingVisible",
+  "setWorkingIndicator",
+  "setHiddenThinkingLabel",
+  "setWidget",
+  "setFooter",
+  "setHeader",
+  "setTitle",
+  "pasteToEditor",
+  "setEditorText",
+  "getEditorText",
+  "addAutocompleteProvider",
+  "setEditorComponent",
+  "getEditorComponent",
+  "getAllThemes",
+  "getTheme",
+  "setTheme",
+  "getToolsExpanded",
+  "setToolsExpanded",
 ] as const;
 
 const DIALOGS: ReadonlySet<string> = new Set(["select", "confirm", "input", "editor", "custom"]);

@@ -70,14 +70,29 @@ describe("config files: schema validation", () => {
 
   test("a valid user and project file load, and both are listed", () => {
     const e = env();
-    writeFileSync(e.userFile, json({ $schema: "x", version: 1, tmpRoot: "~/scratch", protectedPaths: ["secrets/**"], rules: { allow: [{ tool: "mcp__docs__*" }], review: [], deny: [{ command: "terraform *" }] } }));
-    writeFileSync(e.projectFile, json({ version: 1, protectedPaths: ["/opt/shared/**"], rules: { review: [{ tool: "mcp__*" }], deny: [{ path: "vendor/**" }] } }));
+    writeFileSync(
+      e.userFile,
+      json({
+        $schema: "x",
+        version: 1,
+        tmpRoot: "~/scratch",
+        protectedPaths: ["secrets/**"],
+        rules: { allow: [{ tool: "mcp__docs__*" }], review: [], deny: [{ command: "terraform *" }] },
+      }),
+    );
+    writeFileSync(
+      e.projectFile,
+      json({ version: 1, protectedPaths: ["/opt/shared/**"], rules: { review: [{ tool: "mcp__*" }], deny: [{ path: "vendor/**" }] } }),
+    );
     const c = ok(load(e));
     assert.deepEqual(c.files, [e.userFile, e.projectFile]);
     assert.equal(c.tmpRoot, join(e.home, "scratch"));
     assert.deepEqual(c.protectedPaths, [join(e.ws, "secrets/**"), "/opt/shared/**"]);
     assert.deepEqual([c.allow.length, c.review.length, c.deny.length], [1, 1, 2]);
-    assert.deepEqual(c.deny.map((r) => r.origin), ["user", "project"]);
+    assert.deepEqual(
+      c.deny.map((r) => r.origin),
+      ["user", "project"],
+    );
   });
 
   const userFaults: Array<[string, string, RegExp]> = [
@@ -195,7 +210,10 @@ describe("config files: layering and precedence", () => {
     const e = env();
     writeFileSync(e.userFile, json({ version: 1, rules: { allow: [{ tool: "mcp__github__*" }, { command: "curl *" }] } }));
     assert.deepEqual(pick(decideIn(e, "mcp__github__create_issue", {})), ["allow", "user-allow-rule"]);
-    writeFileSync(e.projectFile, json({ version: 1, rules: { review: [{ tool: "mcp__github__create_*", reason: "issues are public" }, { command: "curl *" }] } }));
+    writeFileSync(
+      e.projectFile,
+      json({ version: 1, rules: { review: [{ tool: "mcp__github__create_*", reason: "issues are public" }, { command: "curl *" }] } }),
+    );
     const d = decideIn(e, "mcp__github__create_issue", {});
     assert.deepEqual(pick(d), ["review", "user-review-rule"]);
     assert.match(d.message, /project config/);
@@ -207,7 +225,10 @@ describe("config files: layering and precedence", () => {
   test("project deny rules tighten: path, tool and command", () => {
     const e = env();
     writeFileSync(e.userFile, json({ version: 1, rules: { allow: [{ tool: "write" }, { command: "make *" }] } }));
-    writeFileSync(e.projectFile, json({ version: 1, rules: { deny: [{ tool: "write", path: "src/gen/**" }, { tool: "mcp__db__drop*" }, { command: "make deploy*" }] } }));
+    writeFileSync(
+      e.projectFile,
+      json({ version: 1, rules: { deny: [{ tool: "write", path: "src/gen/**" }, { tool: "mcp__db__drop*" }, { command: "make deploy*" }] } }),
+    );
     assert.deepEqual(pick(decideIn(e, "write", { path: "src/gen/x.ts", content: "" })), ["deny", "user-deny-rule"]);
     assert.deepEqual(pick(decideIn(e, "write", { path: "./src/../src/gen/deep/y.ts", content: "" })), ["deny", "user-deny-rule"]);
     assert.deepEqual(pick(decideIn(e, "write", { path: "src/other.ts", content: "" })), ["allow", "user-allow-rule"]);

@@ -78,7 +78,14 @@ describe("through a real AgentSession", () => {
       extensionEntry: entry,
       mode: "tui",
       uiContext: rec.ui,
-      responses: [call("read", { path: "notes.txt" }), call("write", { path: "new.txt", content: "x" }), call("bash", { command: "ls" }), call("bash", { command: "echo x > made.txt" }), call("edit", { path: "notes.txt", edits: [{ oldText: "hello", newText: "bye" }] }), done()],
+      responses: [
+        call("read", { path: "notes.txt" }),
+        call("write", { path: "new.txt", content: "x" }),
+        call("bash", { command: "ls" }),
+        call("bash", { command: "echo x > made.txt" }),
+        call("edit", { path: "notes.txt", edits: [{ oldText: "hello", newText: "bye" }] }),
+        done(),
+      ],
     });
     await h.session.prompt("go");
     const d = decisions(h);
@@ -96,8 +103,14 @@ describe("through a real AgentSession", () => {
     assert.equal(existsSync(join(made.cwd, "made.txt")), false);
     assert.equal(readFileSync(join(made.cwd, "notes.txt"), "utf8"), "hello\n");
     assert.match(toolResults(h.session)[1]!.text, new RegExp(`${WRITABLE_COPY_ENV}=1`), "the denial says how to develop this copy");
-    assert.ok(rec.statuses().some((t) => /not trusted, only plain reads run/.test(t)), `the status says why: ${rec.statuses().join(" | ")}`);
-    assert.ok(rec.notes.some((n) => n.level === "warning" && /not trusted/.test(n.text)), "and the user is warned once at the start");
+    assert.ok(
+      rec.statuses().some((t) => /not trusted, only plain reads run/.test(t)),
+      `the status says why: ${rec.statuses().join(" | ")}`,
+    );
+    assert.ok(
+      rec.notes.some((n) => n.level === "warning" && /not trusted/.test(n.text)),
+      "and the user is warned once at the start",
+    );
   });
 
   test(`opted in with ${WRITABLE_COPY_ENV}=1 in Pi's environment: the copy gates as usual, and its own files are the agent's to edit`, async () => {
@@ -106,7 +119,12 @@ describe("through a real AgentSession", () => {
     process.env[WRITABLE_COPY_ENV] = "1";
     let h: PiHarness;
     try {
-      h = await pi({ root: made.root, cwd: made.cwd, extensionEntry: entry, responses: [call("write", { path: "new.txt", content: "x" }), call("write", { path: "vendor/pi-auto-mode/src/note.ts", content: "//" }), done()] });
+      h = await pi({
+        root: made.root,
+        cwd: made.cwd,
+        extensionEntry: entry,
+        responses: [call("write", { path: "new.txt", content: "x" }), call("write", { path: "vendor/pi-auto-mode/src/note.ts", content: "//" }), done()],
+      });
     } finally {
       delete process.env[WRITABLE_COPY_ENV];
     }

@@ -30,8 +30,11 @@ function lines(): string[] {
   const setup = evalSetup(w);
   const vars = { ws: w.ws, home: w.home, tmp: w.tmp };
   const calls: { key: string; tool: string; input: unknown }[] = [];
-  for (const file of readdirSync(FIXTURES).filter((f) => f.endsWith(".jsonl")).sort()) {
-    for (const c of parseCorpus(readFileSync(`${FIXTURES}${file}`, "utf8"), file)) calls.push({ key: `${file.replace(/\.jsonl$/, "")}:${c.id}`, tool: c.tool, input: substitute(c.input, vars) });
+  for (const file of readdirSync(FIXTURES)
+    .filter((f) => f.endsWith(".jsonl"))
+    .sort()) {
+    for (const c of parseCorpus(readFileSync(`${FIXTURES}${file}`, "utf8"), file))
+      calls.push({ key: `${file.replace(/\.jsonl$/, "")}:${c.id}`, tool: c.tool, input: substitute(c.input, vars) });
   }
   const next = generator(20240601);
   for (let i = 0; i < GENERATED; i++) {
@@ -56,10 +59,14 @@ test(`every corpus line and ${GENERATED} generated commands route as the snapsho
     t.diagnostic(`wrote ${now.length} lines to ${SNAPSHOT}`);
     return;
   }
-  const kept = readFileSync(SNAPSHOT, "utf8").split("\n").filter((l) => l && !l.startsWith("#"));
+  const kept = readFileSync(SNAPSHOT, "utf8")
+    .split("\n")
+    .filter((l) => l && !l.startsWith("#"));
   const was = new Map(kept.map((l) => [l.slice(0, l.indexOf(" ")), l]));
   const is = new Map(now.map((l) => [l.slice(0, l.indexOf(" ")), l]));
-  const changed = now.filter((l) => was.get(l.slice(0, l.indexOf(" "))) !== l).map((l) => `now ${l}\n was ${was.get(l.slice(0, l.indexOf(" "))) ?? "(no such line)"}`);
+  const changed = now
+    .filter((l) => was.get(l.slice(0, l.indexOf(" "))) !== l)
+    .map((l) => `now ${l}\n was ${was.get(l.slice(0, l.indexOf(" "))) ?? "(no such line)"}`);
   const gone = kept.filter((l) => !is.has(l.slice(0, l.indexOf(" "))));
   t.diagnostic(`${now.length} calls x ${BACKENDS.length} backends compared`);
   assert.deepEqual(

@@ -281,9 +281,12 @@ describe("route: what comes before the table", () => {
 
   test("an allow path rule must match the lexical and the real path", () => {
     // /w/link -> /etc: the lexical path is in the allowed tree, the file written is not.
-    const escape = judgement("file", "review", { reason: "outside-writable-roots", subject: { tool: "write", commands: [], paths: ["/w/link/x", "/etc/x"] } });
-    assert.deepEqual(pick(route(escape, "sandboxed", config({ allow: [{ tool: "write", path: "/w/**" }] }))), ["review", "outside-writable-roots"]);
-    assert.deepEqual(pick(route(escape, "sandboxed", config({ allow: [{ tool: "write", path: "/{w,etc}/**" }] }))), ["allow", "user-allow-rule"]);
+    const escaping = judgement("file", "review", {
+      reason: "outside-writable-roots",
+      subject: { tool: "write", commands: [], paths: ["/w/link/x", "/etc/x"] },
+    });
+    assert.deepEqual(pick(route(escaping, "sandboxed", config({ allow: [{ tool: "write", path: "/w/**" }] }))), ["review", "outside-writable-roots"]);
+    assert.deepEqual(pick(route(escaping, "sandboxed", config({ allow: [{ tool: "write", path: "/{w,etc}/**" }] }))), ["allow", "user-allow-rule"]);
     const script = judgement("bash", "contain", { subject: { tool: "bash", commands: ["cp a b"], paths: ["/w/a", "/etc/b"] } });
     assert.deepEqual(pick(route(script, "review-only", config({ allow: [{ command: "cp *", path: "/w/**" }] }))), ["review", "network"]);
   });

@@ -120,7 +120,7 @@ describe("Pi's settings files, from the shell", () => {
         "python3 -c \"open('.pi/settings.json','w').write('{}')\"",
         `python3 -c "import json; p='${"{{home}}"}/.pi/agent/settings.json'; json.dump({}, open(p, 'w'))"`,
         "node -e \"require('fs').writeFileSync(process.env.HOME + '/.pi/agent/settings.json', '{}')\"",
-        "bash -c \"echo {} > ~/.pi/agent/settings.json\"",
+        'bash -c "echo {} > ~/.pi/agent/settings.json"',
         "sh -c 'rm .pi/settings.json'",
         "find .pi -name settings.json -delete",
         "git checkout HEAD~1 -- .pi/settings.json",
@@ -129,7 +129,12 @@ describe("Pi's settings files, from the shell", () => {
     );
   });
   test("reading them stays allowed under review-only", () => {
-    for (const command of ["cat ~/.pi/agent/settings.json", "jq .packages .pi/settings.json", "grep -n auto-mode ~/.pi/agent/settings.json", "cp .pi/settings.json {{tmp}}/s.json"]) {
+    for (const command of [
+      "cat ~/.pi/agent/settings.json",
+      "jq .packages .pi/settings.json",
+      "grep -n auto-mode ~/.pi/agent/settings.json",
+      "cp .pi/settings.json {{tmp}}/s.json",
+    ]) {
       const d = decideOf("bash", { command }, "review-only");
       assert.equal(d.route, "allow", `${command}: ${d.message}`);
     }
@@ -166,7 +171,7 @@ describe("Pi's package commands that remove or disable packages", () => {
         "timeout 10 pi remove x",
         "/usr/local/bin/pi remove x",
         "bash -c 'pi remove x'",
-        "sh -c \"pi uninstall pi-auto-mode\"",
+        'sh -c "pi uninstall pi-auto-mode"',
         "echo pi-auto-mode | xargs pi remove",
         "pi -ne -p 'rm -rf ~'",
         "pi --no-extensions -p 'do anything'",

@@ -48,8 +48,8 @@ const HOSTILE: readonly string[] = [
   "cat <<'EOF'\nx\\\nEOF\nrm -rf /",
   "cat <<EOF\\\nx\nEOF\nrm -rf /",
   "cat <<EO\\\nF\nx\nEOF\nrm -rf /\nEOF",
-  "cat <<E\"O\"F\nx\nEOF\nrm -rf /",
-  "cat <<\"\"\nbody\n\nrm -rf /",
+  'cat <<E"O"F\nx\nEOF\nrm -rf /',
+  'cat <<""\nbody\n\nrm -rf /',
   "cat <<'E\nF'\nx\nE\nF\n",
   "cat <<$X\nbody\n$X\nrm -rf /",
   "cat <<EOF\r\nbody\r\nEOF\r\nrm -rf /",
@@ -103,7 +103,7 @@ const HOSTILE: readonly string[] = [
   "echo $'a\\'b'; rm -rf /",
   "echo $'a \\\nb'",
   "echo $'\\xff'",
-  "$\"rm\" -rf /",
+  '$"rm" -rf /',
   "ls $'\\''; rm -rf /'",
   // comments inside and after words
   "echo a#b; rm -rf /",
@@ -264,7 +264,10 @@ interface BashReading {
 /** bash's reading of one script: `--pretty-print -n` parses all of it and runs none of it. */
 function bashReads(src: string): Promise<BashReading> {
   return new Promise((resolve, reject) => {
-    const child = spawn("bash", ["--norc", "--noprofile", "--pretty-print", "-n"], { stdio: ["pipe", "pipe", "pipe"], env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LC_ALL: "C" } });
+    const child = spawn("bash", ["--norc", "--noprofile", "--pretty-print", "-n"], {
+      stdio: ["pipe", "pipe", "pipe"],
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LC_ALL: "C" },
+    });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
@@ -351,7 +354,10 @@ function nestedScripts(ex: Extraction): string[] {
     const name = c.argv[0]?.value?.split("/").at(-1);
     if (name === undefined || !SHELLS.has(name)) continue;
     const flag = c.argv.findIndex((a, i) => i > 0 && a.value !== null && /^-[a-zA-Z]*c[a-zA-Z]*$/.test(a.value));
-    const script = flag > 0 ? c.argv[flag + 1]?.value : c.redirs.find((r) => r.heredoc && !r.heredoc.dynamic)?.heredoc?.body ?? c.redirs.find((r) => r.op === "<<<")?.target?.value;
+    const script =
+      flag > 0
+        ? c.argv[flag + 1]?.value
+        : (c.redirs.find((r) => r.heredoc && !r.heredoc.dynamic)?.heredoc?.body ?? c.redirs.find((r) => r.op === "<<<")?.target?.value);
     if (typeof script === "string") out.push(script);
   }
   return out;
@@ -382,7 +388,9 @@ function compare(src: string, origin: string, bash: BashReading): Checked {
   const theirs = reading(extractCommands(canonical(bash.printed), { home: HOME }));
   if (theirs === null) return { ...base, kind: undefined, comparable: false };
   const ours = reading(ex)!;
-  return sameReading(ours, theirs) ? { ...base, kind: undefined } : { ...base, kind: "reading-differs", detail: `gate ${JSON.stringify(ours)}\nbash ${JSON.stringify(theirs)}` };
+  return sameReading(ours, theirs)
+    ? { ...base, kind: undefined }
+    : { ...base, kind: "reading-differs", detail: `gate ${JSON.stringify(ours)}\nbash ${JSON.stringify(theirs)}` };
 }
 
 function corpusCommands(): { src: string; origin: string }[] {
@@ -413,7 +421,42 @@ function mutants(commands: readonly string[], count: number, seed: number): stri
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) % n;
   };
-  const inserts = ["'", '"', "`", "$", "(", ")", "{", "}", ";", "&", "|", "<", ">", "\\", "\n", "#", "\\\n", "<<EOF\n", "\nEOF\n", "!(", "((", "[[", "]]", "$'", "$[", "\r", " ", "=", "*", "~", "&&", ";;", "<(", "2>"];
+  const inserts = [
+    "'",
+    '"',
+    "`",
+    "$",
+    "(",
+    ")",
+    "{",
+    "}",
+    ";",
+    "&",
+    "|",
+    "<",
+    ">",
+    "\\",
+    "\n",
+    "#",
+    "\\\n",
+    "<<EOF\n",
+    "\nEOF\n",
+    "!(",
+    "((",
+    "[[",
+    "]]",
+    "$'",
+    "$[",
+    "\r",
+    " ",
+    "=",
+    "*",
+    "~",
+    "&&",
+    ";;",
+    "<(",
+    "2>",
+  ];
   const pool = commands.filter((c) => c.length < 400 && !c.includes("\0"));
   const out = new Set<string>();
   for (let k = 0; out.size < count && k < count * 4; k++) {
@@ -432,7 +475,8 @@ const MUTANTS = 1500;
 function oracleWorks(): string | undefined {
   const probe = spawnSync("bash", ["--norc", "--noprofile", "--pretty-print", "-n"], { input: "echo $((6*7))\n", encoding: "utf8" });
   if (probe.error) return `no bash: ${probe.error.message}`;
-  if (probe.status !== 0 || probe.stdout.trim() !== "echo $((6*7))") return `this bash has no --pretty-print (needs 5.2): ${JSON.stringify(probe.stdout + probe.stderr).slice(0, 200)}`;
+  if (probe.status !== 0 || probe.stdout.trim() !== "echo $((6*7))")
+    return `this bash has no --pretty-print (needs 5.2): ${JSON.stringify(probe.stdout + probe.stderr).slice(0, 200)}`;
   return undefined;
 }
 
@@ -448,7 +492,11 @@ describe("parser differentials: wherever bash and the gate's parser disagree, th
     const all = [
       ...corpus,
       ...HOSTILE.map((src, i) => ({ src, origin: `hostile #${i}` })),
-      ...mutants(corpus.map((c) => c.src), MUTANTS, 20261201).map((src, i) => ({ src, origin: `mutant #${i}` })),
+      ...mutants(
+        corpus.map((c) => c.src),
+        MUTANTS,
+        20261201,
+      ).map((src, i) => ({ src, origin: `mutant #${i}` })),
     ];
     const readings = await pooled(all, (c) => bashReads(c.src));
     checked = all.map((c, i) => compare(c.src, c.origin, readings[i]!));
@@ -464,7 +512,8 @@ describe("parser differentials: wherever bash and the gate's parser disagree, th
         let top = x.outer;
         while (top.nestedIn) top = top.nestedIn;
         const at = checked.indexOf(top);
-        if (at >= 0 && checked[at]!.kind === undefined) checked[at] = { ...top, kind: found.kind, detail: `in the nested script ${JSON.stringify(found.src).slice(0, 80)}: ${found.detail}` };
+        if (at >= 0 && checked[at]!.kind === undefined)
+          checked[at] = { ...top, kind: found.kind, detail: `in the nested script ${JSON.stringify(found.src).slice(0, 80)}: ${found.detail}` };
       });
       level = level.map((c, i) => ({ ...c, nestedIn: inner[i]!.outer }));
       nestedChecked += level.length;
@@ -501,7 +550,16 @@ describe("parser differentials: wherever bash and the gate's parser disagree, th
 
   test("a denial on a line bash runs before the one it cannot read stands, in nested scripts too", () => {
     const srcs = ["rm -rf /\n)", "rm -rf ~\necho $GITHUB_TO\\\nKEN", "echo ok\nrm -rf /\nls !(x)", "bash -c 'rm -rf /\n)'", "rm -rf /; )"];
-    const cases: EvalCase[] = srcs.map((src, i) => ({ id: `prefix ${i}`, tool: "bash", input: { command: src }, user: [], expect: "review", why: "", backend: undefined, line: i + 1 }));
+    const cases: EvalCase[] = srcs.map((src, i) => ({
+      id: `prefix ${i}`,
+      tool: "bash",
+      input: { command: src },
+      user: [],
+      expect: "review",
+      why: "",
+      backend: undefined,
+      line: i + 1,
+    }));
     for (const backend of ["sandboxed", "review-only"] as const) {
       const routes = runCases(cases, backend, w).map((r) => r.route);
       // bash reads the whole last line before it runs any of it: nothing of `rm -rf /; )` runs.
@@ -511,15 +569,29 @@ describe("parser differentials: wherever bash and the gate's parser disagree, th
 
   for (const backend of ["sandboxed", "review-only"] as const) {
     test(`${backend}: no disagreement is allowed${backend === "sandboxed" ? " or sandboxed" : ""}`, (t) => {
-      const cases: EvalCase[] = disagreements().map((c, i) => ({ id: `${c.origin} (${i})`, tool: "bash", input: { command: c.src }, user: [], expect: "review", why: c.kind!, backend: undefined, line: i + 1 }));
+      const cases: EvalCase[] = disagreements().map((c, i) => ({
+        id: `${c.origin} (${i})`,
+        tool: "bash",
+        input: { command: c.src },
+        user: [],
+        expect: "review",
+        why: c.kind!,
+        backend: undefined,
+        line: i + 1,
+      }));
       const results = runCases(cases, backend, w);
       const bad = results.filter((r) => r.route === "allow" || r.route === "sandbox");
-      t.diagnostic(`${results.length} disagreements decided: ${["review", "deny"].map((r) => `${r} ${results.filter((x) => x.route === r).length}`).join(", ")}`);
+      t.diagnostic(
+        `${results.length} disagreements decided: ${["review", "deny"].map((r) => `${r} ${results.filter((x) => x.route === r).length}`).join(", ")}`,
+      );
       const explain = (i: number) => {
         const c = disagreements()[i]!;
         return `${c.origin} ${JSON.stringify(c.src).slice(0, 160)}: ${c.kind} (${c.detail.slice(0, 300)}) -> ${results[i]!.route} (${results[i]!.reason})`;
       };
-      assert.deepEqual(bad.map((r) => explain(results.indexOf(r))), []);
+      assert.deepEqual(
+        bad.map((r) => explain(results.indexOf(r))),
+        [],
+      );
     });
   }
 });

@@ -52,8 +52,16 @@ interface Valid {
 const VALID: readonly Valid[] = [
   { id: "simple", src: "git status", cmds: [c("git", "status")] },
   { id: "andor-semi", src: "cd src && npm test || echo failed; ls -la", cmds: [c("cd", "src"), c("npm", "test"), c("echo", "failed"), c("ls", "-la")] },
-  { id: "pipeline", src: 'grep -rn "TODO" src/ | sort | uniq -c | head -20', cmds: [c("grep", "-rn", "TODO", "src/"), c("sort"), c("uniq", "-c"), c("head", "-20")] },
-  { id: "newlines", src: "npm ci\nnpm run lint\n\nnpm test -- --watch=false", cmds: [c("npm", "ci"), c("npm", "run", "lint"), c("npm", "test", "--", "--watch=false")] },
+  {
+    id: "pipeline",
+    src: 'grep -rn "TODO" src/ | sort | uniq -c | head -20',
+    cmds: [c("grep", "-rn", "TODO", "src/"), c("sort"), c("uniq", "-c"), c("head", "-20")],
+  },
+  {
+    id: "newlines",
+    src: "npm ci\nnpm run lint\n\nnpm test -- --watch=false",
+    cmds: [c("npm", "ci"), c("npm", "run", "lint"), c("npm", "test", "--", "--watch=false")],
+  },
   { id: "andor-newline", src: "ls &&\n  pwd ||\n  true", cmds: [c("ls"), c("pwd"), c("true")] },
   { id: "quotes-mixed", src: `echo 'it'\\''s' "a\\"b" a\\ b "\\$HOME" 'x'"y"z`, cmds: [c("echo", "it's", 'a"b', "a b", "$HOME", "xyz")] },
   { id: "escapes-ops", src: "echo a\\|b \\; c\\&\\& d", cmds: [c("echo", "a|b", ";", "c&&", "d")] },
@@ -72,7 +80,11 @@ const VALID: readonly Valid[] = [
   { id: "nested-backticks", src: "echo `echo \\`id -u\\``", cmds: [c("echo", D), c("echo", D), c("id", "-u")] },
   { id: "backtick-concat", src: "echo 'abc'`pwd`\"def\"", cmds: [c("echo", D), c("pwd")] },
   // What `echo CONSTANT` prints is a constant too.
-  { id: "backtick-leading-space", src: 'echo `echo "foo"`\n\necho ` echo "bar"`', cmds: [c("echo", "foo"), c("echo", "foo"), c("echo", "bar"), c("echo", "bar")] },
+  {
+    id: "backtick-leading-space",
+    src: 'echo `echo "foo"`\n\necho ` echo "bar"`',
+    cmds: [c("echo", "foo"), c("echo", "foo"), c("echo", "bar"), c("echo", "bar")],
+  },
   { id: "word-then-backtick", src: "echo word`echo other`", cmds: [c("echo", "wordother"), c("echo", "other")] },
   { id: "param-default-subst", src: 'echo "${X:-$(rm -rf /tmp/x)}" ${Y/a/b}', cmds: [c("echo", D, D), c("rm", "-rf", "/tmp/x")] },
   { id: "arith", src: "echo $((1 + 2 * 3)); (( i++ )); let x=1+2", cmds: [c("echo", D), c("let", "x=1+2")] },
@@ -101,7 +113,12 @@ const VALID: readonly Valid[] = [
   },
   { id: "heredoc-two", src: "cat <<A <<B\na\nA\nb $(id)\nB", cmds: [c("cat"), c("id")], redirs: [r("", "<<", H), r("", "<<", H)] },
   { id: "heredoc-pipe-sh", src: "cat <<EOF | sh\nrm -rf /\nEOF\necho done", cmds: [c("cat"), c("sh"), c("echo", "done")], redirs: [r("", "<<", H)] },
-  { id: "heredoc-after-andand", src: "echo start && cat <<EOF && echo end\nbody\nEOF", cmds: [c("echo", "start"), c("cat"), c("echo", "end")], redirs: [r("", "<<", H)] },
+  {
+    id: "heredoc-after-andand",
+    src: "echo start && cat <<EOF && echo end\nbody\nEOF",
+    cmds: [c("echo", "start"), c("cat"), c("echo", "end")],
+    redirs: [r("", "<<", H)],
+  },
   {
     id: "case-fallthrough",
     src: 'case "$1" in\n  start) systemctl start x ;;&\n  st*) echo s ;&\n  *) rm -f /tmp/lock ;;\nesac',
@@ -350,7 +367,10 @@ describe("shell extraction: parser differentials fail closed", () => {
   test("brace expansion as bash does it: empty alternatives vanish, padded and mixed-case ranges are unknown", () => {
     const ex = extract("rm -rf {,a} x{,} {,} {01..03} {-01..1} {Z..a} {a..c}");
     assert.ok(ex.ok);
-    assert.deepEqual(ex.commands[0]!.argv.slice(1).map((a) => a.value), ["-rf", "a", "x", "x", null, null, null, "a", "b", "c"]);
+    assert.deepEqual(
+      ex.commands[0]!.argv.slice(1).map((a) => a.value),
+      ["-rf", "a", "x", "x", null, null, null, "a", "b", "c"],
+    );
   });
 
   test("what bash reads the same way still parses", () => {
@@ -389,40 +409,73 @@ describe("shell extraction: constructs the gate relies on", () => {
     const ex = only("cat a | grep b | wc -l; ls");
     assert.deepEqual(
       ex.commands.map((k) => [k.argv[0]!.value, k.stage, k.pipeline >= 0]),
-      [["cat", 0, true], ["grep", 1, true], ["wc", 2, true], ["ls", 0, false]],
+      [
+        ["cat", 0, true],
+        ["grep", 1, true],
+        ["wc", 2, true],
+        ["ls", 0, false],
+      ],
     );
     assert.equal(new Set(ex.commands.slice(0, 3).map((k) => k.pipeline)).size, 1);
   });
 
   test("lists keep every command: ; && || & and newlines", () => {
-    assert.deepEqual(only("a; b && c || d & e\nf").commands.map((k) => k.argv[0]!.value), ["a", "b", "c", "d", "e", "f"]);
-    assert.deepEqual(only("a & b").commands.map((k) => k.background), [true, false]);
+    assert.deepEqual(
+      only("a; b && c || d & e\nf").commands.map((k) => k.argv[0]!.value),
+      ["a", "b", "c", "d", "e", "f"],
+    );
+    assert.deepEqual(
+      only("a & b").commands.map((k) => k.background),
+      [true, false],
+    );
   });
 
   test("commands inside subshells, substitutions, backticks and process substitutions are marked", () => {
     const ex = only("(rm -rf a); echo $(rm -rf b) `rm -rf c` <(rm -rf d) >(rm -rf e)");
     const rms = ex.commands.filter((k) => k.argv[0]!.value === "rm").map((k) => [k.argv[2]!.value, k.inSubstitution]);
-    assert.deepEqual(rms, [["a", false], ["b", true], ["c", true], ["d", true], ["e", true]]);
+    assert.deepEqual(rms, [
+      ["a", false],
+      ["b", true],
+      ["c", true],
+      ["d", true],
+      ["e", true],
+    ]);
   });
 
   test("control flow bodies and conditions are all extracted", () => {
-    const src = "if a; then b; elif c; then d; else e; fi; while f; do g; done; until h; do i; done; for x in 1; do j; done; case y in k) l;; esac; select s in 1; do m; done";
+    const src =
+      "if a; then b; elif c; then d; else e; fi; while f; do g; done; until h; do i; done; for x in 1; do j; done; case y in k) l;; esac; select s in 1; do m; done";
     assert.deepEqual(sorted(only(src).commands.map((k) => k.argv[0]!.value!)), sorted(["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "l", "m"]));
   });
 
   test("function bodies are extracted and named, whether or not the function is called", () => {
     const ex = only("cleanup() { rm -rf build; }; function other { curl x; }");
-    assert.deepEqual(ex.functions.map((f) => f.name), ["cleanup", "other"]);
-    assert.deepEqual(ex.commands.map((k) => [k.argv[0]!.value, k.inFunction]), [["rm", "cleanup"], ["curl", "other"]]);
+    assert.deepEqual(
+      ex.functions.map((f) => f.name),
+      ["cleanup", "other"],
+    );
+    assert.deepEqual(
+      ex.commands.map((k) => [k.argv[0]!.value, k.inFunction]),
+      [
+        ["rm", "cleanup"],
+        ["curl", "other"],
+      ],
+    );
   });
 
   test("an unquoted here-document body is data with live substitutions; a quoted one is inert", () => {
     const unquoted = only("cat <<EOF\n$(id) $HOME\nEOF");
-    assert.deepEqual(unquoted.commands.map((k) => k.argv[0]!.value), ["cat", "id"]);
+    assert.deepEqual(
+      unquoted.commands.map((k) => k.argv[0]!.value),
+      ["cat", "id"],
+    );
     assert.equal(unquoted.commands[0]!.redirs[0]!.heredoc?.quoted, false);
     assert.equal(unquoted.commands[0]!.redirs[0]!.heredoc?.dynamic, true);
     const quoted = only("cat <<'EOF'\n$(id) `reboot`\nEOF");
-    assert.deepEqual(quoted.commands.map((k) => k.argv[0]!.value), ["cat"]);
+    assert.deepEqual(
+      quoted.commands.map((k) => k.argv[0]!.value),
+      ["cat"],
+    );
     assert.equal(quoted.commands[0]!.redirs[0]!.heredoc?.quoted, true);
     assert.equal(quoted.commands[0]!.redirs[0]!.heredoc?.body, "$(id) `reboot`\n");
     const plain = only("cat <<EOF\nonly $HOME here\nEOF");
@@ -448,27 +501,32 @@ describe("shell extraction: constructs the gate relies on", () => {
 
   test("$HOME, ${HOME}, ${HOME:?} and a leading unquoted ~ are the home directory; a quoted ~ is not", () => {
     const ex = only('ls ~ ~/x "$HOME/y" ${HOME}/z "${HOME:?}" "~" ~root/.ssh ~bob/src a~b');
-    assert.deepEqual(ex.commands[0]!.argv.slice(1).map((a) => a.value), [
-      HOME,
-      `${HOME}/x`,
-      `${HOME}/y`,
-      `${HOME}/z`,
-      HOME,
-      "~",
-      "/root/.ssh",
-      "/home/bob/src",
-      "a~b",
-    ]);
+    assert.deepEqual(
+      ex.commands[0]!.argv.slice(1).map((a) => a.value),
+      [HOME, `${HOME}/x`, `${HOME}/y`, `${HOME}/z`, HOME, "~", "/root/.ssh", "/home/bob/src", "a~b"],
+    );
   });
 
   test("an unquoted $IFS splits a word; a quoted one or an unknown variable does not", () => {
-    assert.deepEqual(only("rm${IFS}-rf${IFS}/").commands[0]!.argv.map((a) => a.value), ["rm", "-rf", "/"]);
-    assert.deepEqual(only('echo "a${IFS}b"').commands[0]!.argv.map((a) => a.value), ["echo", null]);
-    assert.deepEqual(only("echo a${SEP}b").commands[0]!.argv.map((a) => a.value), ["echo", null]);
+    assert.deepEqual(
+      only("rm${IFS}-rf${IFS}/").commands[0]!.argv.map((a) => a.value),
+      ["rm", "-rf", "/"],
+    );
+    assert.deepEqual(
+      only('echo "a${IFS}b"').commands[0]!.argv.map((a) => a.value),
+      ["echo", null],
+    );
+    assert.deepEqual(
+      only("echo a${SEP}b").commands[0]!.argv.map((a) => a.value),
+      ["echo", null],
+    );
   });
 
   test("literal brace expansion gives every word; anything fancier stays dynamic", () => {
-    const words = (src: string) => only(src).commands[0]!.argv.slice(1).map((a) => a.value);
+    const words = (src: string) =>
+      only(src)
+        .commands[0]!.argv.slice(1)
+        .map((a) => a.value);
     assert.deepEqual(words("touch src/{a,b}.ts"), ["src/a.ts", "src/b.ts"]);
     assert.deepEqual(words("echo {1..3} {c..a}"), ["1", "2", "3", "c", "b", "a"]);
     assert.deepEqual(words("echo {a,{b,c}} {1..1000}"), [null, null]);
@@ -477,15 +535,22 @@ describe("shell extraction: constructs the gate relies on", () => {
   });
 
   test("an argument shaped like an assignment expands ~ after = and after each :, as bash does", () => {
-    const words = (src: string) => only(src).commands[0]!.argv.slice(1).map((a) => a.value);
+    const words = (src: string) =>
+      only(src)
+        .commands[0]!.argv.slice(1)
+        .map((a) => a.value);
     assert.deepEqual(words("dd of=~/.bashrc x=a:~/b"), [`of=${HOME}/.bashrc`, `x=a:${HOME}/b`]);
     assert.deepEqual(words("git archive --output=~/x 'y=~/z' 1x=~/d"), ["archive", "--output=~/x", "y=~/z", "1x=~/d"]);
   });
 
   test("variables the script sets unconditionally are known later; others are not", () => {
-    const last = (src: string) => only(src).commands.at(-1)!.argv.slice(1).map((a) => a.value);
+    const last = (src: string) =>
+      only(src)
+        .commands.at(-1)!
+        .argv.slice(1)
+        .map((a) => a.value);
     assert.deepEqual(last("D=dist; rm -rf $D"), ["-rf", "dist"]);
-    assert.deepEqual(last("export OUT=build; rm -rf \"$OUT\"/x"), ["-rf", "build/x"]);
+    assert.deepEqual(last('export OUT=build; rm -rf "$OUT"/x'), ["-rf", "build/x"]);
     assert.deepEqual(last("T=~; ls $T"), [HOME]);
     assert.deepEqual(last("if c; then D=/; fi; rm -rf $D"), ["-rf", null], "assigned in a branch");
     assert.deepEqual(last("f() { D=/; }; D=src; f; rm -rf $D"), ["-rf", null], "a function may reassign it later");
@@ -493,7 +558,7 @@ describe("shell extraction: constructs the gate relies on", () => {
     assert.deepEqual(last("true && D=src; rm -rf /$D"), ["-rf", null], "the right side of && may not run");
     assert.deepEqual(last("read D; rm -rf /$D"), ["-rf", null]);
     assert.deepEqual(last("for D in a; do :; done; rm -rf /$D"), ["-rf", null]);
-    assert.deepEqual(last("D=src; eval \"$X\"; rm -rf /$D"), ["-rf", null], "eval may set anything");
+    assert.deepEqual(last('D=src; eval "$X"; rm -rf /$D'), ["-rf", null], "eval may set anything");
     assert.deepEqual(last('D="a b"; rm -rf $D'), ["-rf", null], "word splitting of the value is not followed");
     assert.deepEqual(last('D="a b"; rm -rf "$D"'), ["-rf", "a b"]);
     assert.equal(only('G="*"; rm -rf /$G').commands.at(-1)!.argv[2]!.glob, true, "an unquoted glob in the value globs");
@@ -501,7 +566,10 @@ describe("shell extraction: constructs the gate relies on", () => {
 
   test("the words of loop lists and assignments are reported too", () => {
     const ex = only("for f in ~/.ssh/*; do :; done; d=/etc");
-    assert.deepEqual(ex.words.map((w) => w.value).filter((v) => v?.startsWith("/")), [`${HOME}/.ssh/*`, "/etc"]);
+    assert.deepEqual(
+      ex.words.map((w) => w.value).filter((v) => v?.startsWith("/")),
+      [`${HOME}/.ssh/*`, "/etc"],
+    );
   });
 
   test("expanded variable names are reported, quoted or not", () => {
@@ -549,7 +617,10 @@ function scriptOf(bytes: number): { build: string; count: number } {
     count += cmds;
     n++;
   }
-  return { build: `(() => { const l = ${JSON.stringify(SCRIPT_LINES.map((x) => x[0]))}; return Array.from({ length: ${n} }, (_, i) => l[i % l.length]).join("\\n"); })()`, count };
+  return {
+    build: `(() => { const l = ${JSON.stringify(SCRIPT_LINES.map((x) => x[0]))}; return Array.from({ length: ${n} }, (_, i) => l[i % l.length]).join("\\n"); })()`,
+    count,
+  };
 }
 
 const s60 = scriptOf(60_000);

@@ -26,8 +26,14 @@ const PATHOLOGICAL: ReadonlyArray<readonly [string, string]> = [
   ["64 KB script given to bash -c", `SHAPES["bash -c script"](65536)`],
   ["64 KB ; list", `SHAPES["; list"](65536)`],
   ["parallel over 5,000 inputs", `"parallel 'cp {} build/ && rm {}' ::: " + Array.from({ length: 5000 }, (_, i) => "f" + i).join(" ")`],
-  ["find over 3,000 start points running sh -c", `"find " + Array.from({ length: 3000 }, (_, i) => "d" + i).join(" ") + " -exec sh -c 'cp \\"$1\\" build/ && rm \\"$1\\"' _ {} \\\\;"`],
-  ["sh -c nested 6 deep around 8 KB", `(() => { let s = SHAPES["file commands"](8192); for (let i = 0; i < 6; i++) s = "sh -c " + JSON.stringify(s); return s; })()`],
+  [
+    "find over 3,000 start points running sh -c",
+    `"find " + Array.from({ length: 3000 }, (_, i) => "d" + i).join(" ") + " -exec sh -c 'cp \\"$1\\" build/ && rm \\"$1\\"' _ {} \\\\;"`,
+  ],
+  [
+    "sh -c nested 6 deep around 8 KB",
+    `(() => { let s = SHAPES["file commands"](8192); for (let i = 0; i < 6; i++) s = "sh -c " + JSON.stringify(s); return s; })()`,
+  ],
   ["2,000 symlinks made, then read", `Array.from({ length: 2000 }, (_, i) => "ln -s l" + i + " l" + (i + 1)).join("; ") + "; cat l0"`],
   ["1,000 downloads, then builds", `Array.from({ length: 1000 }, (_, i) => "curl -o f" + i + " https://example.com/" + i).join("; ") + "; make; make; make"`],
   ["one command of 64 KB of words", `"ls " + Array.from({ length: 9000 }, (_, i) => "w" + i).join(" ")`],

@@ -45,7 +45,13 @@ const sandboxed: string[] = [];
 const harnesses: PiHarness[] = [];
 before(() => {
   resetSharedController();
-  sharedController(() => createController({ platform: "linux", driver: fakeDriver(sandboxed), probe: async () => ({ ok: true, ms: 1, driver: "fake", notes: [], staging: UNSTAGED_STAGING }) }));
+  sharedController(() =>
+    createController({
+      platform: "linux",
+      driver: fakeDriver(sandboxed),
+      probe: async () => ({ ok: true, ms: 1, driver: "fake", notes: [], staging: UNSTAGED_STAGING }),
+    }),
+  );
 });
 after(async () => {
   for (const h of harnesses) await h.dispose();

@@ -49,7 +49,12 @@ describe("audit: a failure inside the gate denies in auto mode's words", () => {
   });
 
   test("the bash tool's own refusals say automatic policy, not the user", async () => {
-    const tool = createSandboxedBashTool({ controller: () => createController({ platform: "win32" }), admissions: createTicketBook(), settings: () => ({}), effects: testEffects() });
+    const tool = createSandboxedBashTool({
+      controller: () => createController({ platform: "win32" }),
+      admissions: createTicketBook(),
+      settings: () => ({}),
+      effects: testEffects(),
+    });
     await assert.rejects(
       tool.execute("never-gated", { command: "ls" } as never, undefined, undefined, { cwd: tmpdir() } as unknown as ExtensionToolContext),
       /automatic policy \(not by the user\).*did not pass auto mode's gate/,
@@ -58,14 +63,43 @@ describe("audit: a failure inside the gate denies in auto mode's words", () => {
 });
 
 describe("audit: the reviewer's Pi edges fail closed", () => {
-  const job = () => ({ action: action("bash", { command: "rm -rf build/cache" }), transcript: [{ kind: "user" as const, text: "clear build/cache" }], reviewer: JUDGE });
+  const job = () => ({
+    action: action("bash", { command: "rm -rf build/cache" }),
+    transcript: [{ kind: "user" as const, text: "clear build/cache" }],
+    reviewer: JUDGE,
+  });
 
   test("a model registry that throws (find, auth or stream) is a failure that denies, never an allow", async () => {
     const { registry } = await fauxRegistry();
     const broken: Array<[string, PiModelRegistry]> = [
-      ["find", { find: () => { throw new Error(`registry down ${TOKEN}`); }, getProviderAuth: (p) => registry.getProviderAuth(p), streamSimple: (m, c, o) => registry.streamSimple(m, c, o) }],
-      ["auth", { find: (p, m) => registry.find(p, m), getProviderAuth: () => Promise.reject(new Error("auth store locked")), streamSimple: (m, c, o) => registry.streamSimple(m, c, o) }],
-      ["stream", { find: (p, m) => registry.find(p, m), getProviderAuth: (p) => registry.getProviderAuth(p), streamSimple: () => { throw new Error("no stream"); } }],
+      [
+        "find",
+        {
+          find: () => {
+            throw new Error(`registry down ${TOKEN}`);
+          },
+          getProviderAuth: (p) => registry.getProviderAuth(p),
+          streamSimple: (m, c, o) => registry.streamSimple(m, c, o),
+        },
+      ],
+      [
+        "auth",
+        {
+          find: (p, m) => registry.find(p, m),
+          getProviderAuth: () => Promise.reject(new Error("auth store locked")),
+          streamSimple: (m, c, o) => registry.streamSimple(m, c, o),
+        },
+      ],
+      [
+        "stream",
+        {
+          find: (p, m) => registry.find(p, m),
+          getProviderAuth: (p) => registry.getProviderAuth(p),
+          streamSimple: () => {
+            throw new Error("no stream");
+          },
+        },
+      ],
     ];
     for (const [what, models] of broken) {
       const r = await runReview(job(), piReviewerModels(models), { ...DEFAULT_LIMITS, deadlineMs: 2_000 });

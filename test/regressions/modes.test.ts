@@ -7,7 +7,7 @@ import { describe, test } from "node:test";
 import { fauxAssistantMessage, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
 import { DECISION_ENTRY_TYPE, type DecisionRecord } from "../../src/audit/decision-record.ts";
 import { processGlobalState } from "../../src/state/global.ts";
-import { type PiHarness } from "../helpers/pi-session.ts";
+import type { PiHarness } from "../helpers/pi-session.ts";
 import { reviewOnlySessions } from "../helpers/review-only.ts";
 
 const call = (name: string, args: Parameters<typeof fauxToolCall>[1]) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });

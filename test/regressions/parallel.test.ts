@@ -59,13 +59,21 @@ describe("audit: a call's judgement is not made stale by a call running beside i
   test("a batch with bash runs call by call: the write is judged after the symlink exists", async (t) => {
     if (unavailable) return t.skip(`sandbox unavailable: ${unavailable}`);
     const { h, target } = await world();
-    h.faux.setResponses([calls(fauxToolCall("bash", { command: `ln -s ${target} x` }), ...reads(), fauxToolCall("write", { path: "x", content: "pwned" })), done()]);
+    h.faux.setResponses([
+      calls(fauxToolCall("bash", { command: `ln -s ${target} x` }), ...reads(), fauxToolCall("write", { path: "x", content: "pwned" })),
+      done(),
+    ]);
     await h.session.prompt("go");
     assert.equal(readFileSync(target, "utf8"), "orig", "nothing was written outside the workspace");
     const write = decisions(h).find((d) => d.tool === "write");
     assert.equal(write?.outcome, "denied", JSON.stringify(write));
     assert.equal(write?.reason, "outside-writable-roots");
-    assert.equal(toolResults(h.session).filter((r) => r.toolName === "read").every((r) => r.text !== ""), true);
+    assert.equal(
+      toolResults(h.session)
+        .filter((r) => r.toolName === "read")
+        .every((r) => r.text !== ""),
+      true,
+    );
   });
 
   test("a codemode script beside a write: the write is not admitted while the script may change files", async (t) => {
@@ -103,7 +111,11 @@ describe("audit: a call's judgement is not made stale by a call running beside i
     harnesses.push(h);
     const code = `await tools.bash({ command: "echo c > c.txt" }); await tools.write({ path: "d.txt", content: "d" }); await tools.read({ path: "c.txt" }); return "ok";`;
     h.faux.setResponses([
-      calls(fauxToolCall("bash", { command: "echo a > a.txt" }), fauxToolCall("write", { path: "b.txt", content: "b" }), fauxToolCall("read", { path: "b.txt" })),
+      calls(
+        fauxToolCall("bash", { command: "echo a > a.txt" }),
+        fauxToolCall("write", { path: "b.txt", content: "b" }),
+        fauxToolCall("read", { path: "b.txt" }),
+      ),
       calls(fauxToolCall("codemode", { code })),
       done(),
     ]);
@@ -121,7 +133,11 @@ describe("audit: a call's judgement is not made stale by a call running beside i
     );
     assert.equal(readFileSync(join(h.cwd, "a.txt"), "utf8"), "a\n");
     assert.equal(readFileSync(join(h.cwd, "d.txt"), "utf8"), "d");
-    assert.equal(decisions(h).every((d) => d.outcome !== "denied"), true, JSON.stringify(decisions(h)));
+    assert.equal(
+      decisions(h).every((d) => d.outcome !== "denied"),
+      true,
+      JSON.stringify(decisions(h)),
+    );
   });
 });
 

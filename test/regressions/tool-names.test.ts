@@ -26,7 +26,10 @@ const session = reviewOnlySessions();
 describe("audit: tool names", () => {
   test("Pi's powershell tool is a shell the sandbox cannot contain: reviewed without a sandbox, and without a reviewer it never runs", async () => {
     const h = await session({ tools: ["read", "powershell"] });
-    assert.ok(h.session.getAllTools().some((t) => t.name === "powershell"), "Pi offers the powershell tool");
+    assert.ok(
+      h.session.getAllTools().some((t) => t.name === "powershell"),
+      "Pi offers the powershell tool",
+    );
     h.faux.setResponses([call("powershell", { command: "New-Item -Path pwned.txt" }), done()]);
     await h.session.prompt("make a file");
     const d = decisions(h)[0];

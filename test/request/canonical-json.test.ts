@@ -54,7 +54,7 @@ describe("canonical JSON: stable text", () => {
   });
 
   test("the text round-trips to an equal value", () => {
-    const v = { s: "line\nquote\"back\\slash\u2028", n: -12.5e-7, t: true, f: false, z: null, a: [[], {}] };
+    const v = { s: 'line\nquote"back\\slash\u2028', n: -12.5e-7, t: true, f: false, z: null, a: [[], {}] };
     assert.deepEqual(JSON.parse(text(v)), v);
   });
 
@@ -120,7 +120,14 @@ describe("canonical JSON: every unsupported value", () => {
   });
 
   test("getters and setters, even when they return plain values", () => {
-    unsupported({ get path() { return "a"; } }, /accessor/);
+    unsupported(
+      {
+        get path() {
+          return "a";
+        },
+      },
+      /accessor/,
+    );
     const setterOnly = {};
     Object.defineProperty(setterOnly, "path", { set() {}, enumerable: true });
     unsupported(setterOnly, /accessor/);
@@ -185,7 +192,8 @@ describe("canonical JSON: every unsupported value", () => {
   });
 
   test("sparse arrays (holes), including a huge length", () => {
-    unsupported([1, , 3], /sparse/); // eslint-disable-line no-sparse-arrays
+    // biome-ignore lint/suspicious/noSparseArray: a sparse array is the input under test
+    unsupported([1, , 3], /sparse/);
     const long: unknown[] = [];
     long.length = 1_000_000_000;
     unsupported(long, /sparse/);
@@ -196,7 +204,14 @@ describe("canonical JSON: every unsupported value", () => {
   });
 
   test("proxies: a throwing trap, a revoked proxy, and even a quiet one that could lie", () => {
-    const throwing = new Proxy({ a: 1 }, { ownKeys() { throw new Error("trap!"); } });
+    const throwing = new Proxy(
+      { a: 1 },
+      {
+        ownKeys() {
+          throw new Error("trap!");
+        },
+      },
+    );
     unsupported(throwing);
     unsupported({ nested: throwing });
     const { proxy, revoke } = Proxy.revocable({ a: 1 }, {});
@@ -211,7 +226,14 @@ describe("canonical JSON: every unsupported value", () => {
   });
 
   test("a trap that throws a non-Error is still contained", () => {
-    const odd = new Proxy({}, { getPrototypeOf() { throw "string thrown"; } }); // eslint-disable-line no-throw-literal
+    const odd = new Proxy(
+      {},
+      {
+        getPrototypeOf() {
+          throw "string thrown";
+        },
+      },
+    ); // eslint-disable-line no-throw-literal
     unsupported({ odd });
   });
 });
@@ -328,7 +350,11 @@ describe("canonical request", () => {
     cyclic.c = cyclic;
     const bad: unknown[] = [
       cyclic,
-      { get command() { return "ls"; } },
+      {
+        get command() {
+          return "ls";
+        },
+      },
       { command: () => "ls" },
       { command: Symbol("ls") },
       { timeout: 1n },
@@ -338,10 +364,18 @@ describe("canonical request", () => {
       { when: new Date(0) },
       { m: new Map() },
       { b: Buffer.from("x") },
-      { list: [1, , 2] }, // eslint-disable-line no-sparse-arrays
+      // biome-ignore lint/suspicious/noSparseArray: a sparse array is the input under test
+      { list: [1, , 2] },
       { [Symbol("k")]: 1 },
       new Proxy({ command: "ls" }, {}),
-      new Proxy({}, { ownKeys() { throw new Error("boom"); } }),
+      new Proxy(
+        {},
+        {
+          ownKeys() {
+            throw new Error("boom");
+          },
+        },
+      ),
       { deep: JSON.parse("[".repeat(200) + "]".repeat(200)) as unknown },
     ];
     for (const input of bad) {

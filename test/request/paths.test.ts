@@ -3,19 +3,7 @@
 // that the canonical request names that very file.
 
 import assert from "node:assert/strict";
-import {
-  existsSync,
-  linkSync,
-  lstatSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
+import { existsSync, linkSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { access, mkdir, readFile, readdir, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
@@ -323,7 +311,10 @@ describe("PathFacts: one decision's shared look-ups answer exactly as resolveRea
     const forward = new PathFacts();
     const backward = new PathFacts();
     const answers = paths.map((p) => shared(forward, p));
-    const reversed = [...paths].reverse().map((p) => shared(backward, p)).reverse();
+    const reversed = [...paths]
+      .reverse()
+      .map((p) => shared(backward, p))
+      .reverse();
     paths.forEach((p, i) => {
       const expected = direct(p);
       assert.deepEqual(shared(new PathFacts(), p), expected, p);
@@ -472,7 +463,10 @@ describe("the gate names the file Pi's write tool writes", () => {
         return;
       }
       assert.equal(error, undefined, `Pi's write failed: ${String(error)}`);
-      assert.deepEqual(landed.map((p) => relative(fx.root, p)), [c.lands]);
+      assert.deepEqual(
+        landed.map((p) => relative(fx.root, p)),
+        [c.lands],
+      );
       assert.ok(gate, "the gate resolved no path");
       assert.equal(gate.lexical, seen, "the gate's lexical path is the path Pi wrote to");
       assert.equal(gate.real, landed[0], "the gate's real path is the file that changed");
@@ -598,7 +592,10 @@ describe("the gate names the file Pi's edit tool changes", () => {
           error = e;
         }
       });
-      assert.deepEqual(filesWithContent(fx.root, `${before}-edited`).map((p) => relative(fx.root, p)), c.edits ? [c.edits] : []);
+      assert.deepEqual(
+        filesWithContent(fx.root, `${before}-edited`).map((p) => relative(fx.root, p)),
+        c.edits ? [c.edits] : [],
+      );
       assert.ok(gate);
       if (c.edits === undefined) {
         assert.ok(error);
@@ -664,10 +661,17 @@ describe("the gate names the directory Pi's ls and find tools list", () => {
         const names = first?.type === "text" ? first.text.split("\n").map((l) => l.replace(/\/$/, "")) : [];
         assert.ok(names.includes(c.entry), `ls listed ${names.join(", ")}`);
         const here = readdirSync(expected);
-        assert.deepEqual(names.filter((n) => !here.includes(n)), []);
+        assert.deepEqual(
+          names.filter((n) => !here.includes(n)),
+          [],
+        );
         await find.execute("call", { pattern: "*", ...input }, undefined, undefined, NO_CTX);
       });
-      for (const [tool, seen] of [["ls", lsSeen], ["find", findSeen], ["grep", findSeen]] as const) {
+      for (const [tool, seen] of [
+        ["ls", lsSeen],
+        ["find", findSeen],
+        ["grep", findSeen],
+      ] as const) {
         const gate = requestPath(tool, tool === "ls" ? input : { pattern: "*", ...input }, fx);
         assert.ok(gate);
         assert.equal(gate.lexical, seen, `${tool}: the gate's lexical path is the directory Pi searched`);
@@ -683,7 +687,8 @@ describe("protected paths and where a write lands", () => {
   const tmp = join(root, "tmp");
   const home = join(root, "home");
   const agentDir = join(home, ".pi", "agent");
-  for (const d of [ws, tmp, agentDir, join(root, "ws-evil"), join(root, "tmp-evil"), join(ws, ".git", "hooks"), join(ws, "safe")]) mkdirSync(d, { recursive: true });
+  for (const d of [ws, tmp, agentDir, join(root, "ws-evil"), join(root, "tmp-evil"), join(ws, ".git", "hooks"), join(ws, "safe")])
+    mkdirSync(d, { recursive: true });
   put(join(ws, "src", "index.ts"), "x");
   symlinkSync(".git", join(ws, "docs-link"));
   symlinkSync("safe", join(ws, ".pi"));
@@ -954,11 +959,7 @@ describe("the gate's decision for odd paths", () => {
   });
 
   test("every edit form Pi accepts is judged by its path; what Pi rejects stays malformed", () => {
-    const forms = [
-      { oldText: "a", newText: "b" },
-      { edits: '[{"oldText":"a","newText":"b"}]' },
-      { edits: { oldText: "a", newText: "b" } },
-    ];
+    const forms = [{ oldText: "a", newText: "b" }, { edits: '[{"oldText":"a","newText":"b"}]' }, { edits: { oldText: "a", newText: "b" } }];
     for (const form of forms) {
       assert.equal(routeOf("edit", { path: "src/util.ts", ...form }).route, "allow", JSON.stringify(form));
       assert.deepEqual([routeOf("edit", { path: ".git/config", ...form }).reason], ["protected-path"], JSON.stringify(form));

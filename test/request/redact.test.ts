@@ -19,7 +19,18 @@ const SECRETS: ReadonlyArray<[string, string]> = [
   ["password flag", "mysql --password=hunter2pass -u root"],
 ];
 
-const SECRET_VALUES = ["abcdefghijklmnop123", "s3cr3t-value", "sk-proj-abcdefghijklmnopqrstuvwx", "sk-ant-api03-abcdefghijklmnopqrstuvwxyz", "ghp_abcdefghijklmnopqrstuvwxyz0123", "hunter2pass", "AKIAIOSFODNN7EXAMPLE", "c2lnbmF0dXJlLXZhbHVl", "b3BlbnNzaC1rZXktdjEAAAAA", "xoxb-1234567890-abcdefghij"];
+const SECRET_VALUES = [
+  "abcdefghijklmnop123",
+  "s3cr3t-value",
+  "sk-proj-abcdefghijklmnopqrstuvwx",
+  "sk-ant-api03-abcdefghijklmnopqrstuvwxyz",
+  "ghp_abcdefghijklmnopqrstuvwxyz0123",
+  "hunter2pass",
+  "AKIAIOSFODNN7EXAMPLE",
+  "c2lnbmF0dXJlLXZhbHVl",
+  "b3BlbnNzaC1rZXktdjEAAAAA",
+  "xoxb-1234567890-abcdefghij",
+];
 
 describe("P11: redaction", () => {
   for (const [name, text] of SECRETS) {
@@ -35,7 +46,13 @@ describe("P11: redaction", () => {
   });
 
   test("redacts every string of a nested value and secret-named fields", () => {
-    const out = JSON.stringify(redactValue({ command: "API_KEY=abc123def npm start", headers: { authorization: "Basic Zm9vOmJhcg==" }, list: ["ok", "sk-proj-abcdefghijklmnopqrstuvwx"] }));
+    const out = JSON.stringify(
+      redactValue({
+        command: "API_KEY=abc123def npm start",
+        headers: { authorization: "Basic Zm9vOmJhcg==" },
+        list: ["ok", "sk-proj-abcdefghijklmnopqrstuvwx"],
+      }),
+    );
     assert.equal(out.includes("abc123def"), false);
     assert.equal(out.includes("Zm9vOmJhcg=="), false);
     assert.equal(out.includes("sk-proj-abcdefghijklmnopqrstuvwx"), false);
@@ -44,7 +61,17 @@ describe("P11: redaction", () => {
 
   test("decision records carry only redacted messages", () => {
     const r = decisionRecord(
-      { toolCallId: "t1", parentToolCallId: undefined, tool: "bash", mode: "auto", route: "deny", reason: "hard-deny", outcome: "denied", hash: "h", message: "curl -H 'Authorization: Bearer abcdefghijklmnop123' x" },
+      {
+        toolCallId: "t1",
+        parentToolCallId: undefined,
+        tool: "bash",
+        mode: "auto",
+        route: "deny",
+        reason: "hard-deny",
+        outcome: "denied",
+        hash: "h",
+        message: "curl -H 'Authorization: Bearer abcdefghijklmnop123' x",
+      },
       0,
     );
     assert.equal(r.message.includes("abcdefghijklmnop123"), false);

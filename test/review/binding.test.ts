@@ -43,7 +43,8 @@ async function setup(opts: { backend?: () => Backend } = {}) {
     modelRegistry: registry,
     signal: undefined,
   } as unknown as ExtensionContext;
-  const event = (input: Record<string, unknown>, id = "call-1"): ToolCallEvent => ({ type: "tool_call", toolCallId: id, toolName: "deploy_service", input }) as ToolCallEvent;
+  const event = (input: Record<string, unknown>, id = "call-1"): ToolCallEvent =>
+    ({ type: "tool_call", toolCallId: id, toolName: "deploy_service", input }) as ToolCallEvent;
   return { registry, faux, agentDir, global, runtime, service, ledger, records, gate, ctx, event };
 }
 
@@ -173,7 +174,20 @@ describe("P13: bounded concurrency", () => {
     const limiter = createLimiter(1, 1);
     const slow = createReviewService({ limiter, limits: { deadlineMs: 5000 } });
     const quick = createReviewService({ limiter, limits: { deadlineMs: 200 } });
-    const job = { action: { canonical: request("deploy_service", { service: "x" }).canonical, tool: "deploy_service", input: { service: "x" }, paths: [], gateReason: "unknown-tool", gateNote: "", toolCallId: "c", parentToolCallId: undefined }, transcript: [], reviewer: JUDGE };
+    const job = {
+      action: {
+        canonical: request("deploy_service", { service: "x" }).canonical,
+        tool: "deploy_service",
+        input: { service: "x" },
+        paths: [],
+        gateReason: "unknown-tool",
+        gateNote: "",
+        toolCallId: "c",
+        parentToolCallId: undefined,
+      },
+      transcript: [],
+      reviewer: JUDGE,
+    };
     const first = slow.review(job, piReviewerModels(registry), undefined);
     await new Promise((r) => setTimeout(r, 20));
     const t0 = Date.now();

@@ -74,7 +74,12 @@ describe("P13: the service pauses review for the turn", () => {
   test("after three denials the fourth review is refused without calling the model; a new turn reopens", async () => {
     const { registry, faux } = await fauxRegistry();
     const service = createReviewService({ limiter: createLimiter(4, 16) });
-    faux.setResponses([fauxAssistantMessage(VERDICT.deny), fauxAssistantMessage(VERDICT.deny), fauxAssistantMessage(VERDICT.deny), fauxAssistantMessage(VERDICT.allow)]);
+    faux.setResponses([
+      fauxAssistantMessage(VERDICT.deny),
+      fauxAssistantMessage(VERDICT.deny),
+      fauxAssistantMessage(VERDICT.deny),
+      fauxAssistantMessage(VERDICT.allow),
+    ]);
     const job = { action: action("bash", { command: "rm -rf build/cache" }), transcript: [], reviewer: JUDGE };
     for (let i = 0; i < 3; i++) assert.equal((await service.review(job, piReviewerModels(registry), undefined)).kind, "verdict");
     const paused = await service.review(job, piReviewerModels(registry), undefined);
@@ -94,7 +99,14 @@ describe("P13: the service pauses review for the turn", () => {
     aborted.abort("esc");
     for (let i = 0; i < 3; i++) assert.equal((await service.review(job, piReviewerModels(registry), aborted.signal)).kind, "failure");
     assert.equal(service.breaker().window.length, 0, "aborts are not counted");
-    faux.setResponses([fauxAssistantMessage("not json"), fauxAssistantMessage("still not json"), fauxAssistantMessage("nope"), fauxAssistantMessage("no"), fauxAssistantMessage("x"), fauxAssistantMessage("y")]);
+    faux.setResponses([
+      fauxAssistantMessage("not json"),
+      fauxAssistantMessage("still not json"),
+      fauxAssistantMessage("nope"),
+      fauxAssistantMessage("no"),
+      fauxAssistantMessage("x"),
+      fauxAssistantMessage("y"),
+    ]);
     for (let i = 0; i < 3; i++) {
       const r = await service.review(job, piReviewerModels(registry), undefined);
       assert.equal(r.kind === "failure" && r.failure, "malformed");

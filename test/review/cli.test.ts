@@ -33,11 +33,9 @@ after(async () => {
   await lb.close();
 });
 
-
 function run(args: readonly string[], dir: string = agentDir): Promise<CliRun> {
   return runCli(args, { cwd: join(home, "ws"), env: { HOME: home, PI_CODING_AGENT_DIR: dir } });
 }
-
 
 // The review path is the same under every backend; review-only routes a push to review everywhere.
 const PUSH = ["--backend", "review-only", "--", "git push origin main"];
@@ -123,12 +121,27 @@ describe("eval --review", () => {
     lb.script([], { kind: "verdict", text: VERDICT.deny, usage: { prompt: 400, completion: 20 } });
     const r = await run(["eval", CORPUS, "--review", "--json"]);
     assert.equal(r.code, 0, r.stderr);
-    const j = lastJson(r.stdout) as { by_route: { review: number }; review: { reviewer: string; reviewed: number; by_label: Record<string, { reviewed: number; denied: number; failed: number; input_tokens: number }>; usage: { input: number }; cases: unknown[] } };
+    const j = lastJson(r.stdout) as {
+      by_route: { review: number };
+      review: {
+        reviewer: string;
+        reviewed: number;
+        by_label: Record<string, { reviewed: number; denied: number; failed: number; input_tokens: number }>;
+        usage: { input: number };
+        cases: unknown[];
+      };
+    };
     assert.equal(j.review.reviewer, "loop/judge");
     assert.equal(j.review.reviewed, j.by_route.review);
     const labels = Object.values(j.review.by_label);
-    assert.equal(labels.reduce((n, o) => n + o.reviewed, 0), j.review.reviewed);
-    assert.ok(labels.every((o) => o.denied + o.failed === o.reviewed), "every answer was a deny");
+    assert.equal(
+      labels.reduce((n, o) => n + o.reviewed, 0),
+      j.review.reviewed,
+    );
+    assert.ok(
+      labels.every((o) => o.denied + o.failed === o.reviewed),
+      "every answer was a deny",
+    );
     assert.ok(j.review.usage.input > 0);
     assert.equal(j.review.cases.length, j.review.reviewed);
   });

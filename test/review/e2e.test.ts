@@ -38,7 +38,12 @@ async function world(opts: { uiContext?: ExtensionUIContext; mode?: "print" | "r
     api.registerProvider(judge.provider);
     deploy.factory(api);
   };
-  const h = await startPi({ extensionFactories: [ext], tools: ["read", "bash", "deploy_service"], ...(opts.uiContext ? { uiContext: opts.uiContext } : {}), ...(opts.mode ? { mode: opts.mode } : {}) });
+  const h = await startPi({
+    extensionFactories: [ext],
+    tools: ["read", "bash", "deploy_service"],
+    ...(opts.uiContext ? { uiContext: opts.uiContext } : {}),
+    ...(opts.mode ? { mode: opts.mode } : {}),
+  });
   harnesses.push(h);
   if (opts.reviewer !== false) {
     const r = await processGlobalState(h.agentDir).setReviewer({ provider: "judge", model: "judge-1", thinking: "off" });
@@ -77,7 +82,10 @@ describe("the reviewer in a real AgentSession", () => {
   test("a reviewed deny never executes, the model gets the reviewer's reason and continues", async () => {
     const { h, judge, runs } = await world();
     judge.setResponses([fauxAssistantMessage(VERDICT.deny)]);
-    h.faux.setResponses([call("deploy_service", { service: "prod" }), (ctx: Context) => done(`saw ${ctx.messages.filter((m) => m.role === "toolResult").length} result`)]);
+    h.faux.setResponses([
+      call("deploy_service", { service: "prod" }),
+      (ctx: Context) => done(`saw ${ctx.messages.filter((m) => m.role === "toolResult").length} result`),
+    ]);
     await h.session.prompt("look around");
     assert.deepEqual(runs, [], "never executed");
     const res = toolResults(h.session)[0]!;
@@ -137,9 +145,15 @@ describe("the reviewer in a real AgentSession", () => {
     await h.session.prompt("run the installer");
     assert.deepEqual(dialogs, []);
     const statuses = rec.statuses(REVIEW_STATUS_KEY);
-    assert.ok(statuses.some((s) => /reviewing bash curl/.test(s) && /judge\/judge-1/.test(s)), statuses.join("\n"));
+    assert.ok(
+      statuses.some((s) => /reviewing bash curl/.test(s) && /judge\/judge-1/.test(s)),
+      statuses.join("\n"),
+    );
     assert.ok(statuses.some((s) => /allowed \(low risk\)/.test(s)));
-    assert.ok(statuses.every((s) => !s.includes("abcdefghijklmnop123")), "redacted");
+    assert.ok(
+      statuses.every((s) => !s.includes("abcdefghijklmnop123")),
+      "redacted",
+    );
   });
 });
 
@@ -219,7 +233,9 @@ describe("commands: /perm-auto-model and /perm auto", () => {
     const r = await processGlobalState(h.agentDir).read();
     assert.equal(r.kind, "ok");
     assert.deepEqual(r.kind === "ok" && r.snapshot.reviewer, { provider: "judge", model: "thinker", thinking: "medium" });
-    const modes = h.session.sessionManager.getEntries().flatMap((e) => (e.type === "custom" && e.customType === "pi-auto-mode/mode" ? [(e.data as { mode: string }).mode] : []));
+    const modes = h.session.sessionManager
+      .getEntries()
+      .flatMap((e) => (e.type === "custom" && e.customType === "pi-auto-mode/mode" ? [(e.data as { mode: string }).mode] : []));
     assert.equal(modes.at(-1), "auto");
     assert.equal(h.session.thinkingLevel, "off", "the session's own level is untouched");
     assert.equal(h.session.model?.provider, "faux", "the session's own model is untouched");
@@ -269,7 +285,9 @@ describe("commands: /perm-auto-model and /perm auto", () => {
     const { h } = await world({ reviewer: false });
     await h.session.prompt("/perm unrestricted");
     await h.session.prompt("/perm auto");
-    const modes = h.session.sessionManager.getEntries().flatMap((e) => (e.type === "custom" && e.customType === "pi-auto-mode/mode" ? [(e.data as { mode: string }).mode] : []));
+    const modes = h.session.sessionManager
+      .getEntries()
+      .flatMap((e) => (e.type === "custom" && e.customType === "pi-auto-mode/mode" ? [(e.data as { mode: string }).mode] : []));
     assert.equal(modes.at(-1), "unrestricted");
   });
 
@@ -277,7 +295,9 @@ describe("commands: /perm-auto-model and /perm auto", () => {
     const { h } = await world();
     await h.session.prompt("/perm unrestricted");
     await h.session.prompt("/perm auto");
-    const modes = h.session.sessionManager.getEntries().flatMap((e) => (e.type === "custom" && e.customType === "pi-auto-mode/mode" ? [(e.data as { mode: string }).mode] : []));
+    const modes = h.session.sessionManager
+      .getEntries()
+      .flatMap((e) => (e.type === "custom" && e.customType === "pi-auto-mode/mode" ? [(e.data as { mode: string }).mode] : []));
     assert.equal(modes.at(-1), "auto");
   });
 });

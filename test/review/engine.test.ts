@@ -13,7 +13,11 @@ import { action, fauxRegistry, JUDGE, makeRegistry, tempAgentDir, userText, VERD
 import { piReviewerModels } from "../../src/tools/reviewer-models.ts";
 
 const FAST: EngineLimits = { ...DEFAULT_LIMITS, retryBaseMs: 1 };
-const job = (reviewer = JUDGE) => ({ action: action("bash", { command: "rm -rf build/cache" }), transcript: [{ kind: "user" as const, text: "clear build/cache" }], reviewer });
+const job = (reviewer = JUDGE) => ({
+  action: action("bash", { command: "rm -rf build/cache" }),
+  transcript: [{ kind: "user" as const, text: "clear build/cache" }],
+  reviewer,
+});
 const err = (message: string) => fauxAssistantMessage([], { stopReason: "error", errorMessage: message });
 
 function failureOf(r: ReviewResult): FailureClass | undefined {
@@ -170,7 +174,9 @@ describe("P5: resolution, auth and configuration fail closed without calling a m
 
   test("a provider without credentials", async () => {
     const agentDir = tempAgentDir();
-    const { registry } = await makeRegistry(agentDir, { providers: { keyless: { baseUrl: "http://127.0.0.1:9/v1", api: "openai-completions", models: [{ id: "m" }] } } });
+    const { registry } = await makeRegistry(agentDir, {
+      providers: { keyless: { baseUrl: "http://127.0.0.1:9/v1", api: "openai-completions", models: [{ id: "m" }] } },
+    });
     const r = await runReview(job({ provider: "keyless", model: "m", thinking: "off" }), piReviewerModels(registry), FAST);
     assert.equal(failureOf(r), "auth");
     assert.equal(r.attempts, 0);

@@ -16,7 +16,11 @@ import { piReviewerModels } from "../../src/tools/reviewer-models.ts";
 const env = useLoopbackRegistry();
 
 const LIMITS: EngineLimits = { ...DEFAULT_LIMITS, retryBaseMs: 20, deadlineMs: 5000 };
-const job = () => ({ action: action("bash", { command: "rm -rf build/cache" }), transcript: [{ kind: "user" as const, text: "clear build/cache" }], reviewer: { provider: "loop", model: "judge", thinking: "off" as const } });
+const job = () => ({
+  action: action("bash", { command: "rm -rf build/cache" }),
+  transcript: [{ kind: "user" as const, text: "clear build/cache" }],
+  reviewer: { provider: "loop", model: "judge", thinking: "off" as const },
+});
 
 async function review(steps: readonly Step[], limits: Partial<EngineLimits> = {}): Promise<{ r: ReviewResult; calls: number; ms: number }> {
   env.lb.script(steps);
@@ -45,20 +49,29 @@ describe("the real HTTP path (OpenAI chat completions over loopback)", () => {
   });
 
   test("a valid deny: final, not retried", async () => {
-    const { r, calls } = await review([{ kind: "verdict", text: VERDICT.deny }, { kind: "verdict", text: VERDICT.allow }]);
+    const { r, calls } = await review([
+      { kind: "verdict", text: VERDICT.deny },
+      { kind: "verdict", text: VERDICT.allow },
+    ]);
     assert.equal(r.kind === "verdict" && r.verdict.outcome, "deny");
     assert.equal(calls, 1);
   });
 
   test("429 with a short Retry-After: waits that long, then retries", async () => {
-    const { r, calls, ms } = await review([{ kind: "status", status: 429, headers: { "retry-after": "1" } }, { kind: "verdict", text: VERDICT.allow }]);
+    const { r, calls, ms } = await review([
+      { kind: "status", status: 429, headers: { "retry-after": "1" } },
+      { kind: "verdict", text: VERDICT.allow },
+    ]);
     assert.equal(r.kind, "verdict");
     assert.equal(calls, 2);
     assert.ok(ms >= 950, `waited ${ms} ms`);
   });
 
   test("429 with a Retry-After over 5 s: denied at once, rate-limited", async () => {
-    const { r, calls, ms } = await review([{ kind: "status", status: 429, headers: { "retry-after": "30" } }, { kind: "verdict", text: VERDICT.allow }]);
+    const { r, calls, ms } = await review([
+      { kind: "status", status: 429, headers: { "retry-after": "30" } },
+      { kind: "verdict", text: VERDICT.allow },
+    ]);
     assert.equal(failure(r), "rate-limited");
     assert.equal(calls, 1);
     assert.ok(ms < 2000);
@@ -66,31 +79,52 @@ describe("the real HTTP path (OpenAI chat completions over loopback)", () => {
   });
 
   test("429 with a Retry-After past the deadline: denied at once", async () => {
-    const { r, calls } = await review([{ kind: "status", status: 429, headers: { "retry-after": "3" } }, { kind: "verdict", text: VERDICT.allow }], { deadlineMs: 1000 });
+    const { r, calls } = await review(
+      [
+        { kind: "status", status: 429, headers: { "retry-after": "3" } },
+        { kind: "verdict", text: VERDICT.allow },
+      ],
+      { deadlineMs: 1000 },
+    );
     assert.equal(failure(r), "rate-limited");
     assert.equal(calls, 1);
   });
 
   test("429 without Retry-After: backoff and retry, at most 3 attempts", async () => {
-    const { r, calls } = await review([{ kind: "status", status: 429 }, { kind: "status", status: 429 }, { kind: "status", status: 429 }, { kind: "verdict", text: VERDICT.allow }]);
+    const { r, calls } = await review([
+      { kind: "status", status: 429 },
+      { kind: "status", status: 429 },
+      { kind: "status", status: 429 },
+      { kind: "verdict", text: VERDICT.allow },
+    ]);
     assert.equal(failure(r), "rate-limited");
     assert.equal(calls, 3);
   });
 
   test("500: retried, and a later verdict is used", async () => {
-    const { r, calls } = await review([{ kind: "status", status: 500 }, { kind: "verdict", text: VERDICT.allow }]);
+    const { r, calls } = await review([
+      { kind: "status", status: 500 },
+      { kind: "verdict", text: VERDICT.allow },
+    ]);
     assert.equal(r.kind, "verdict");
     assert.equal(calls, 2);
   });
 
   test("500 three times: provider-error after 3 attempts", async () => {
-    const { r, calls } = await review([{ kind: "status", status: 500 }, { kind: "status", status: 502 }, { kind: "status", status: 503 }]);
+    const { r, calls } = await review([
+      { kind: "status", status: 500 },
+      { kind: "status", status: 502 },
+      { kind: "status", status: 503 },
+    ]);
     assert.equal(failure(r), "provider-error");
     assert.equal(calls, 3);
   });
 
   test("401: an auth error is never retried", async () => {
-    const { r, calls } = await review([{ kind: "status", status: 401 }, { kind: "verdict", text: VERDICT.allow }]);
+    const { r, calls } = await review([
+      { kind: "status", status: 401 },
+      { kind: "verdict", text: VERDICT.allow },
+    ]);
     assert.equal(failure(r), "auth");
     assert.equal(calls, 1);
   });
@@ -118,7 +152,10 @@ describe("the real HTTP path (OpenAI chat completions over loopback)", () => {
   });
 
   test("a verdict out of format over HTTP gets the one format retry", async () => {
-    const { r, calls } = await review([{ kind: "verdict", text: "```json\n" + VERDICT.allow + "\n```" }, { kind: "verdict", text: VERDICT.allow }]);
+    const { r, calls } = await review([
+      { kind: "verdict", text: "```json\n" + VERDICT.allow + "\n```" },
+      { kind: "verdict", text: VERDICT.allow },
+    ]);
     assert.equal(r.kind, "verdict");
     assert.equal(calls, 2);
     assert.match(JSON.stringify(env.lb.received.at(-1)!.body.messages?.[1]?.content), /not in the required format/);

@@ -10,7 +10,7 @@ import { runReview } from "../../src/review/engine.ts";
 import { buildReviewInput, INPUT_BOUNDS } from "../../src/review/input.ts";
 import { INPUT_PREFACE, REVIEWER_SYSTEM_PROMPT, SCHEMA_REMINDER } from "../../src/review/prompt.ts";
 import { transcriptFromEntries, type TranscriptItem } from "../../src/review/transcript.ts";
-import { action, fauxRegistry, JUDGE, VERDICT } from "../helpers/review-fixtures.ts";
+import { action, fauxRegistry, JUDGE } from "../helpers/review-fixtures.ts";
 import { piReviewerModels } from "../../src/tools/reviewer-models.ts";
 
 function doc(user: string): Record<string, unknown> {
@@ -208,7 +208,7 @@ describe("P13: the input budget", () => {
 
 describe("P10: evidence keeps only what bears on the exact action", () => {
   type Item = { why: string; tool: string; arguments: string; result: string | null };
-  const itemsOf = (r: { user: string }): Item[] => ((doc(r.user).evidence as { items: Item[] } | undefined)?.items ?? []);
+  const itemsOf = (r: { user: string }): Item[] => (doc(r.user).evidence as { items: Item[] } | undefined)?.items ?? [];
   const rm = action("bash", { command: "rm -rf build/cache" });
 
   /** Calls that bring up the action's words and names without being about build/cache itself. */
@@ -314,9 +314,16 @@ describe("P10: evidence keeps only what bears on the exact action", () => {
       assert.ok(items.length <= INPUT_BOUNDS.evidenceItems);
       assert.equal(r.evidence.kept + r.evidence.omitted, 61, "every call on the target was a candidate");
       // The call on the target itself ranks above calls inside it; among those, the latest win.
-      assert.ok(items.some((i) => i.arguments === '{"command":"stat build/cache"}'), `${budget}: the exact call is kept`);
+      assert.ok(
+        items.some((i) => i.arguments === '{"command":"stat build/cache"}'),
+        `${budget}: the exact call is kept`,
+      );
       const parts = items.flatMap((i) => (/part-(\d+)/.exec(i.arguments) ? [Number(/part-(\d+)/.exec(i.arguments)![1])] : []));
-      assert.deepEqual(parts, Array.from({ length: parts.length }, (_, k) => 60 - parts.length + k), `${budget}: the latest calls inside it, in session order`);
+      assert.deepEqual(
+        parts,
+        Array.from({ length: parts.length }, (_, k) => 60 - parts.length + k),
+        `${budget}: the latest calls inside it, in session order`,
+      );
     }
   });
 

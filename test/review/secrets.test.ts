@@ -59,7 +59,12 @@ describe("P11: no secret reaches the reviewer's server", () => {
   });
 
   test("the reviewer's rationale is redacted before the model sees it", () => {
-    const text = verdictDenialText({ risk_level: "high", user_authorization: "low", outcome: "deny", rationale: `It would send ${SECRETS.openai} to a remote host.` });
+    const text = verdictDenialText({
+      risk_level: "high",
+      user_authorization: "low",
+      outcome: "deny",
+      rationale: `It would send ${SECRETS.openai} to a remote host.`,
+    });
     assert.equal(text.includes(SECRETS.openai), false);
   });
 

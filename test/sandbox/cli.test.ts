@@ -106,7 +106,7 @@ describe("pi-auto-mode sandbox", { concurrency: 2 }, () => {
     assert.equal((await run(["sandbox", "--cwd", join(root, "missing"), "--", "true"])).code, 2);
     const help = await run(["sandbox", "--help"]);
     assert.equal(help.code, 0);
-    assert.match(help.stdout, /Usage:\n  pi-auto-mode sandbox/);
+    assert.match(help.stdout, /Usage:\n {2}pi-auto-mode sandbox/);
   });
 
   test("command words are quoted for bash", () => {
@@ -136,7 +136,10 @@ describe("pi-auto-mode doctor: the sandbox", () => {
     assert.ok(d.sandbox.facts.some((f) => /process limit/.test(f)));
     assert.deepEqual(d.sandbox.missing, []);
     const human = await run(["doctor"]);
-    assert.match(human.stdout, /^backend\s+sandboxed: bubblewrap over a staged workspace \(overlay in a (private|user and) mount namespace.*\), probe passed in \d+ ms$/m);
+    assert.match(
+      human.stdout,
+      /^backend\s+sandboxed: bubblewrap over a staged workspace \(overlay in a (private|user and) mount namespace.*\), probe passed in \d+ ms$/m,
+    );
     assert.match(human.stdout, /^\s+staging: overlay/m);
     assert.match(human.stdout, /^probe\s+ok in \d+ ms/m);
   });

@@ -36,9 +36,10 @@ interface Counts {
 
 type Exec = (spec: SpawnSpec, io: SpawnIo) => Promise<SpawnOutcome>;
 
-function fakeDriver(
-  opts: { exec?: Exec; prepare?: (req: RunRequest) => void; release?: () => void; shutdown?: () => void } = {},
-): { driver: SandboxDriver; counts: Counts } {
+function fakeDriver(opts: { exec?: Exec; prepare?: (req: RunRequest) => void; release?: () => void; shutdown?: () => void } = {}): {
+  driver: SandboxDriver;
+  counts: Counts;
+} {
   const counts: Counts = { probes: 0, prepares: 0, execs: 0, releases: 0, shutdowns: 0 };
   const driver: SandboxDriver = {
     name: "fake",
@@ -73,7 +74,11 @@ function fakeDriver(
   return { driver, counts };
 }
 
-function controllerWith(driver: SandboxDriver, probe: ProbeResult = OK, extra: { drainTimeoutMs?: number } = {}): { c: SandboxController; probes: () => number } {
+function controllerWith(
+  driver: SandboxDriver,
+  probe: ProbeResult = OK,
+  extra: { drainTimeoutMs?: number } = {},
+): { c: SandboxController; probes: () => number } {
   let probes = 0;
   const c = createController({
     platform: "linux",
@@ -129,7 +134,13 @@ describe("backend selection by platform and probe (injected)", () => {
 
   test("a failed probe on Linux is unavailable with its reason, never review-only; nothing executes", async () => {
     const { driver, counts } = fakeDriver();
-    const { c } = controllerWith(driver, { ok: false, ms: 1, driver: "fake", reason: "bubblewrap (bwrap) not installed: apt-get install bubblewrap", missing: [] });
+    const { c } = controllerWith(driver, {
+      ok: false,
+      ms: 1,
+      driver: "fake",
+      reason: "bubblewrap (bwrap) not installed: apt-get install bubblewrap",
+      missing: [],
+    });
     const s = await c.ready();
     assert.deepEqual(s, { backend: "unavailable", reason: "bubblewrap (bwrap) not installed: apt-get install bubblewrap" });
     assert.deepEqual(await c.run(request(), io), { kind: "refused", reason: s.reason });
@@ -271,7 +282,10 @@ describe("exactly once (P9): failures are never replayed", () => {
 
   test("a start failure from a file removed during setup refuses that call only; the sandbox stays usable", async () => {
     let n = 0;
-    const { driver, counts } = fakeDriver({ exec: async () => (++n === 1 ? { kind: "not-started", detail: "bwrap: Can't find source path /ws/.pi: No such file or directory" } : { kind: "exited", exitCode: 0 }) });
+    const { driver, counts } = fakeDriver({
+      exec: async () =>
+        ++n === 1 ? { kind: "not-started", detail: "bwrap: Can't find source path /ws/.pi: No such file or directory" } : { kind: "exited", exitCode: 0 },
+    });
     const { c } = controllerWith(driver);
     await c.ready();
     assert.equal((await c.run(request(), io)).kind, "refused");
@@ -336,9 +350,21 @@ describe("escalation counts through the gate and the bash tool (P7)", () => {
         return { exitCode: 0 };
       },
     };
-    const gate = createToolCallGate({ runtime, agentDir: () => join(root, "agent"), record: () => {}, sandbox: createSandboxGateLink({ admissions, reviewer: () => reviewer }) });
+    const gate = createToolCallGate({
+      runtime,
+      agentDir: () => join(root, "agent"),
+      record: () => {},
+      sandbox: createSandboxGateLink({ admissions, reviewer: () => reviewer }),
+    });
     const tool = createSandboxedBashTool({ controller: () => c, admissions, settings: () => ({}), localOperations: () => local, effects: testEffects() }, cwd);
-    const ctx = { cwd, signal: undefined, hasUI: false, ui: { setStatus() {} }, sessionManager: { getSessionId: () => "s", getSessionFile: () => undefined }, model: undefined } as unknown as ExtensionContext;
+    const ctx = {
+      cwd,
+      signal: undefined,
+      hasUI: false,
+      ui: { setStatus() {} },
+      sessionManager: { getSessionId: () => "s", getSessionFile: () => undefined },
+      model: undefined,
+    } as unknown as ExtensionContext;
     let n = 0;
     const call = async (input: Record<string, unknown>): Promise<{ blocked: string } | { result: unknown }> => {
       const event = { type: "tool_call", toolCallId: `call-${++n}`, toolName: "bash", input } as unknown as ToolCallEvent;
@@ -423,8 +449,22 @@ describe("escalation counts through the gate and the bash tool (P7)", () => {
   });
 
   test("another extension's bash replacing ours is detected (the backend then counts as unavailable)", () => {
-    const ours = createSandboxedBashTool({ controller: () => createController({ platform: "win32" }), admissions: createTicketBook(), settings: () => ({}), effects: testEffects() });
-    assert.equal(isActiveBash([{ name: "read", parameters: {} }, { name: "bash", parameters: ours.parameters }], ours), true);
+    const ours = createSandboxedBashTool({
+      controller: () => createController({ platform: "win32" }),
+      admissions: createTicketBook(),
+      settings: () => ({}),
+      effects: testEffects(),
+    });
+    assert.equal(
+      isActiveBash(
+        [
+          { name: "read", parameters: {} },
+          { name: "bash", parameters: ours.parameters },
+        ],
+        ours,
+      ),
+      true,
+    );
     assert.equal(isActiveBash([{ name: "bash", parameters: { ...ours.parameters } }], ours), false);
     assert.equal(isActiveBash([{ name: "read", parameters: {} }], ours), true, "no bash at all: nothing to contain");
   });
@@ -436,7 +476,10 @@ describe("escalation counts through the gate and the bash tool (P7)", () => {
     const { c } = controllerWith(driver);
     await c.ready();
     const tool = createSandboxedBashTool({ controller: () => c, admissions: createTicketBook(), settings: () => ({}), effects: testEffects() });
-    await assert.rejects(tool.execute("never-gated", { command: "ls" } as never, undefined, undefined, { cwd: tmpdir() } as unknown as ExtensionToolContext), /did not pass auto mode's gate/);
+    await assert.rejects(
+      tool.execute("never-gated", { command: "ls" } as never, undefined, undefined, { cwd: tmpdir() } as unknown as ExtensionToolContext),
+      /did not pass auto mode's gate/,
+    );
     assert.equal(counts.execs, 0);
   });
 });
@@ -451,17 +494,46 @@ describe("how a sandboxed call sees the workspace (P6, P17)", () => {
     process.env.PI_CODING_AGENT_DIR = join(root, "agent");
     const seen: string[] = [];
     const { driver } = fakeDriver({ prepare: (req) => void seen.push(req.workspace) });
-    const probe: ProbeResult = { ok: true, ms: 1, driver: "fake", notes: [], staging: staging === "staged" ? { available: true, how: "fake" } : UNSTAGED_STAGING };
+    const probe: ProbeResult = {
+      ok: true,
+      ms: 1,
+      driver: "fake",
+      notes: [],
+      staging: staging === "staged" ? { available: true, how: "fake" } : UNSTAGED_STAGING,
+    };
     const { c } = controllerWith(driver, probe);
     await c.ready();
     const runtime = createRuntimeState(createMemoryGlobalState({ enabled: true }), () => c.status().backend);
     const admissions = createTicketBook();
-    const allowed = { kind: "verdict", verdict: { risk_level: "low", user_authorization: "high", outcome: "allow", rationale: "ok" }, reviewer: undefined, usage: ZERO_USAGE, attempts: 1, inputTokens: 1, durationMs: 1 } as const;
+    const allowed = {
+      kind: "verdict",
+      verdict: { risk_level: "low", user_authorization: "high", outcome: "allow", rationale: "ok" },
+      reviewer: undefined,
+      usage: ZERO_USAGE,
+      attempts: 1,
+      inputTokens: 1,
+      durationMs: 1,
+    } as const;
     const review: ReviewHook = async () =>
-      reviewAdmits ? { kind: "admit", run: "sandbox", review: allowed as never, binding: undefined as never } : { kind: "deny", text: "no", review: undefined, binding: undefined, changed: undefined };
-    const gate = createToolCallGate({ runtime, agentDir: () => join(root, "agent"), record: () => {}, review, sandbox: createSandboxGateLink({ admissions, reviewer: () => NO_REVIEWER }) });
+      reviewAdmits
+        ? { kind: "admit", run: "sandbox", review: allowed as never, binding: undefined as never }
+        : { kind: "deny", text: "no", review: undefined, binding: undefined, changed: undefined };
+    const gate = createToolCallGate({
+      runtime,
+      agentDir: () => join(root, "agent"),
+      record: () => {},
+      review,
+      sandbox: createSandboxGateLink({ admissions, reviewer: () => NO_REVIEWER }),
+    });
     const tool = createSandboxedBashTool({ controller: () => c, admissions, settings: () => ({}), effects: testEffects(join(root, "agent")) }, cwd);
-    const ctx = { cwd, signal: undefined, hasUI: false, ui: { setStatus() {} }, sessionManager: { getSessionId: () => "s", getSessionFile: () => undefined, getBranch: () => [] }, model: undefined } as unknown as ExtensionContext;
+    const ctx = {
+      cwd,
+      signal: undefined,
+      hasUI: false,
+      ui: { setStatus() {} },
+      sessionManager: { getSessionId: () => "s", getSessionFile: () => undefined, getBranch: () => [] },
+      model: undefined,
+    } as unknown as ExtensionContext;
     let n = 0;
     const run = async (command: string) => {
       const event = { type: "tool_call", toolCallId: `w-${++n}`, toolName: "bash", input: { command } } as unknown as ToolCallEvent;

@@ -38,7 +38,7 @@ function watchUi(): { ui: ExtensionUIContext; statuses: string[]; notes: string[
 }
 
 /** End a session the way Pi's runtime does: session_shutdown first, then dispose. */
-async function quit(h: PiHarness): Promise<void> {
+async function _quit(h: PiHarness): Promise<void> {
   await h.session.extensionRunner.emit({ type: "session_shutdown", reason: "quit" });
   await h.dispose();
 }
@@ -93,7 +93,10 @@ describe("the sandboxed backend, through a real AgentSession", () => {
         ["sandbox", "sandboxed", "auto"],
       ],
     );
-    assert.ok(w.statuses.some((s) => /auto-mode: Auto\b/.test(s) && !/unavailable|review-only/.test(s)), w.statuses.join(" | "));
+    assert.ok(
+      w.statuses.some((s) => /auto-mode: Auto\b/.test(s) && !/unavailable|review-only/.test(s)),
+      w.statuses.join(" | "),
+    );
   });
 
   test("Pi's bash behaviour is kept: PI_* variables, truncation, timeouts, exit codes", async (t) => {
@@ -137,7 +140,9 @@ describe("the sandboxed backend, through a real AgentSession", () => {
   test("the model sees sandbox_permissions and justification in the bash schema", async (t) => {
     if (unavailableReason) return t.skip(`sandbox unavailable: ${unavailableReason}`);
     const h = await pi({ responses: [] });
-    const bash = h.session.getAllTools?.().find((x: { name: string }) => x.name === "bash") as { parameters?: { properties?: Record<string, unknown> } } | undefined;
+    const bash = h.session.getAllTools?.().find((x: { name: string }) => x.name === "bash") as
+      | { parameters?: { properties?: Record<string, unknown> } }
+      | undefined;
     const props = bash?.parameters?.properties ?? {};
     for (const k of ["command", "timeout", "sandbox_permissions", "justification"]) assert.ok(k in props, k);
   });
@@ -189,7 +194,10 @@ describe("the status line and the gate when the sandbox is unavailable or absent
     assert.equal(results[1]!.isError, false, "other tools keep working");
     const d = decisions(h)[0]!;
     assert.deepEqual([d.route, d.reason, d.mode], ["deny", "sandbox-unavailable", "auto-sandbox-unavailable"]);
-    assert.ok(w.statuses.some((s) => s.includes("Auto (sandbox unavailable)") && s.includes("— bubblewrap (bwrap) not installed")), w.statuses.join(" | "));
+    assert.ok(
+      w.statuses.some((s) => s.includes("Auto (sandbox unavailable)") && s.includes("— bubblewrap (bwrap) not installed")),
+      w.statuses.join(" | "),
+    );
     assert.ok(w.notes.some((n) => /sandbox is unavailable/.test(n)));
     await disposeAll();
   });
@@ -203,7 +211,10 @@ describe("the status line and the gate when the sandbox is unavailable or absent
     await h.session.prompt("go");
     assert.equal(readFileSync(join(h.cwd, "hi.txt"), "utf8"), "hi\n");
     assert.equal(decisions(h)[0]!.mode, "auto-review-only");
-    assert.ok(w.statuses.some((s) => s.includes("Auto (review-only)")), w.statuses.join(" | "));
+    assert.ok(
+      w.statuses.some((s) => s.includes("Auto (review-only)")),
+      w.statuses.join(" | "),
+    );
     await disposeAll();
   });
 });

@@ -145,7 +145,8 @@ function setup(name: string, base = root) {
 }
 
 const bounds: UndoBounds = DEFAULT_UNDO_BOUNDS;
-const apply = (store: EffectStore, ws: string, ops: ApplyOp[], command = "cmd", b: UndoBounds = bounds) => applyEffects({ store, workspace: ws, command, ops, bounds: b });
+const apply = (store: EffectStore, ws: string, ops: ApplyOp[], command = "cmd", b: UndoBounds = bounds) =>
+  applyEffects({ store, workspace: ws, command, ops, bounds: b });
 const journals = (store: EffectStore) => (existsSync(store.journalDir) ? readdirSync(store.journalDir).filter((n) => n.endsWith(".json")) : []);
 
 // ---------------------------------------------------------------------------------------------
@@ -472,7 +473,13 @@ async function afterKill(sc: Scenario, why: string, rand: () => number, o: { kil
   let interrupted = journals(sc.store).length > 0;
   let story = `${counts.new} new/${counts.old} old`;
   if (interrupted && o.killRecovery) {
-    const r = await runChild({ mode: "recover", store: sc.store, workspace: sc.ws, killAtCall: Math.floor(rand() * o.calls.recover), killAfterCall: rand() < 0.5 });
+    const r = await runChild({
+      mode: "recover",
+      store: sc.store,
+      workspace: sc.ws,
+      killAtCall: Math.floor(rand() * o.calls.recover),
+      killAfterCall: rand() < 0.5,
+    });
     checkOldOrNew(sc, `${why}, then a recovery killed`);
     story += r.killed ? ", recovery killed" : ", recovery finished in a child";
     interrupted = journals(sc.store).length > 0;
@@ -501,7 +508,13 @@ async function afterKill(sc: Scenario, why: string, rand: () => number, o: { kil
   assert.equal(entries.length, 1, `${why}: one undo entry`);
   assert.deepEqual(readdirSync(undoDirOf(sc.store, sc.ws)), [basename(entries[0]!.dir)], `${why}: nothing else in the undo store`);
   if (o.killUndo) {
-    const u = await runChild({ mode: "undo", store: sc.store, workspace: sc.ws, killAtCall: Math.floor(rand() * (o.calls.undo + 5)), killAfterCall: rand() < 0.5 });
+    const u = await runChild({
+      mode: "undo",
+      store: sc.store,
+      workspace: sc.ws,
+      killAtCall: Math.floor(rand() * (o.calls.undo + 5)),
+      killAfterCall: rand() < 0.5,
+    });
     story += u.killed ? ", undo killed" : ", undo finished in a child";
     if (!u.killed) {
       const res = u.result as { ok: boolean; refused?: string };
@@ -580,7 +593,8 @@ async function crashSuite(label: string, runs: number, scale: number, place: (i:
     const p = place(i);
     let T = performance.now();
     const sc = scenario(p.base, p.stagedBase, p.storeBase, rand, scale);
-    PROF.scn += performance.now() - T; T = performance.now();
+    PROF.scn += performance.now() - T;
+    T = performance.now();
     const n = sc.ops.length;
     const r = rand();
     const plan: KillPlan =
@@ -597,19 +611,23 @@ async function crashSuite(label: string, runs: number, scale: number, place: (i:
                   { kind: "inOp", op: Math.floor(rand() * (n - 1)), k: Math.floor(rand() * 8), after: rand() < 0.5 }
                 : { kind: "delay", ms: rand() * ms * 1.3 };
     const end = await killedApply(sc, plan);
-    PROF.child += performance.now() - T; T = performance.now();
+    PROF.child += performance.now() - T;
+    T = performance.now();
     const why = `${label} run ${i} (seed ${SEED}, ${JSON.stringify(plan)}${end.killed ? "" : ", not killed"})`;
     const story = await afterKill(sc, why, rand, { killRecovery: rand() < 0.25, killUndo: rand() < 0.25, calls });
     stories.push(story);
-    PROF.after += performance.now() - T; T = performance.now();
+    PROF.after += performance.now() - T;
+    T = performance.now();
     rmSync(dirname(sc.ws), { recursive: true, force: true });
     PROF.rm += performance.now() - T;
   };
   // Two at a time: the CI machine has two cores.
   let next = 1;
-  await Promise.all([0, 1].map(async () => {
-    while (next <= runs) await one(next++);
-  }));
+  await Promise.all(
+    [0, 1].map(async () => {
+      while (next <= runs) await one(next++);
+    }),
+  );
   return { calls, ms, stories };
 }
 
@@ -702,7 +720,15 @@ describe("apply: the effects land", () => {
       cpSync(join(staged, "bin"), join(s, "bin"), { recursive: true });
       chmodSync(join(s, "bin", "sub", "tool"), 0o6755);
       const tree = put(join(w, "bin"), join(s, "bin"), { before: null });
-      const child: ApplyOp = { kind: "put", target: join(w, "bin", "sub", "tool"), source: join(s, "bin", "sub", "tool"), type: "file", before: null, keep: false, stripSetid: true };
+      const child: ApplyOp = {
+        kind: "put",
+        target: join(w, "bin", "sub", "tool"),
+        source: join(s, "bin", "sub", "tool"),
+        type: "file",
+        before: null,
+        keep: false,
+        stripSetid: true,
+      };
       const r = await apply(store, w, order === 0 ? [tree, child] : [child, tree]);
       assert.deepEqual(r.conflicts, []);
       assert.equal(lstatSync(join(w, "bin", "sub", "tool")).mode & 0o7777, 0o755);
@@ -734,11 +760,16 @@ describe("apply: kill -9 at random points", () => {
       const key = s.replace(/^\d+ new\/\d+ old/, (m) => (m.startsWith("0 new") ? "all old" : m.endsWith("/0 old") ? "all new" : "mixed"));
       tally.set(key, (tally.get(key) ?? 0) + 1);
     }
-    console.log(`kill -9 (seed ${SEED}): ${r.stories.length} runs in ${((performance.now() - t0) / 1000).toFixed(1)} s; unkilled: apply ${r.calls.apply} calls (${r.ms.toFixed(0)} ms), undo ${r.calls.undo}, recovery ${r.calls.recover}`);
+    console.log(
+      `kill -9 (seed ${SEED}): ${r.stories.length} runs in ${((performance.now() - t0) / 1000).toFixed(1)} s; unkilled: apply ${r.calls.apply} calls (${r.ms.toFixed(0)} ms), undo ${r.calls.undo}, recovery ${r.calls.recover}`,
+    );
     for (const [k, v] of [...tally].sort((a, b) => b[1] - a[1])) console.log(`  ${String(v).padStart(3)}  ${k}`);
   });
 
-  test("across file systems (the copy fallback), killed anywhere", { timeout: 240_000, skip: otherFs === undefined ? "no second file system in /dev/shm" : false }, async () => {
+  test("across file systems (the copy fallback), killed anywhere", {
+    timeout: 240_000,
+    skip: otherFs === undefined ? "no second file system in /dev/shm" : false,
+  }, async () => {
     const other = otherFs!;
     // Staged on the other file system (puts copy), the undo store there (pre-images copy), or both.
     // Smaller op sets, more runs: the windows of a copy are a few calls each.
@@ -767,7 +798,10 @@ describe("apply: conflicts", () => {
     writeFileSync(join(ws, "gone"), "gone edited outside\n");
     writeFileSync(join(ws, "pair"), "pair edited outside\n");
     const r = await apply(store, ws, ops);
-    assert.deepEqual(r.conflicts.map((c) => c.path).sort(), ["b", "gone", "new", "pair"].map((n) => join(ws, n)));
+    assert.deepEqual(
+      r.conflicts.map((c) => c.path).sort(),
+      ["b", "gone", "new", "pair"].map((n) => join(ws, n)),
+    );
     assert.match(r.conflicts.find((c) => c.path === join(ws, "new"))!.detail, /created/);
     assert.equal(r.applied, 2);
     assert.equal(readFileSync(join(ws, "a"), "utf8"), "a new\n");
@@ -777,7 +811,12 @@ describe("apply: conflicts", () => {
     assert.equal(readFileSync(join(ws, "gone"), "utf8"), "gone edited outside\n");
     assert.equal(readFileSync(join(ws, "pair"), "utf8"), "pair edited outside\n");
     // The undo entry covers only what was applied.
-    assert.deepEqual(listUndo(store, ws)[0]!.manifest.ops.map((o) => o.target).sort(), [join(ws, "a"), join(ws, "c")]);
+    assert.deepEqual(
+      listUndo(store, ws)[0]!
+        .manifest.ops.map((o) => o.target)
+        .sort(),
+      [join(ws, "a"), join(ws, "c")],
+    );
     const u = undoLast(store, ws, 1);
     assert.ok(u.ok);
     assert.equal(readFileSync(join(ws, "a"), "utf8"), "a old\n");
@@ -796,7 +835,12 @@ describe("apply: conflicts", () => {
     writeFileSync(join(staged, "deep"), "payload\n");
     writeFileSync(join(staged, "ok"), "ok new\n");
     // As judged when the command ended:
-    const ops = [put(join(ws, "d", "x"), join(staged, "x"), { before: null }), put(join(ws, "d", "sub", "deep"), join(staged, "deep"), { before: null }), remove(join(ws, "d", "y")), put(join(ws, "ok"), join(staged, "ok"))];
+    const ops = [
+      put(join(ws, "d", "x"), join(staged, "x"), { before: null }),
+      put(join(ws, "d", "sub", "deep"), join(staged, "deep"), { before: null }),
+      remove(join(ws, "d", "y")),
+      put(join(ws, "ok"), join(staged, "ok")),
+    ];
     // While a reviewer considered it, another command made d a symlink to a folder outside.
     rmSync(join(ws, "d"), { recursive: true });
     symlinkSync(outside, join(ws, "d"));
@@ -869,18 +913,28 @@ describe("undo", () => {
     let u = undoLast(store, ws, 1);
     assert.ok(u.ok);
     assert.deepEqual(state(ws), s0, "undo after one command");
-    assert.deepEqual(u.undone.map((x) => x.command), ["one"]);
+    assert.deepEqual(
+      u.undone.map((x) => x.command),
+      ["one"],
+    );
 
     const t1 = await command("first");
     const t2 = await command("second");
     await command("third");
-    assert.deepEqual(listUndo(store, ws).map((e) => e.manifest.command), ["third", "second", "first"], "newest first");
+    assert.deepEqual(
+      listUndo(store, ws).map((e) => e.manifest.command),
+      ["third", "second", "first"],
+      "newest first",
+    );
     u = undoLast(store, ws, 1);
     assert.ok(u.ok);
     assert.deepEqual(state(ws), t2);
     u = undoLast(store, ws, 2);
     assert.ok(u.ok);
-    assert.deepEqual(u.undone.map((x) => x.command), ["second", "first"]);
+    assert.deepEqual(
+      u.undone.map((x) => x.command),
+      ["second", "first"],
+    );
     assert.deepEqual(state(ws), s0);
     void s1;
     void t1;
@@ -960,17 +1014,26 @@ describe("undo", () => {
       writeFileSync(join(staged, `f${i}`), Buffer.alloc(1000, i));
       await apply(store, ws, [put(join(ws, "f"), join(staged, `f${i}`))], `c${i}`, b);
     }
-    assert.deepEqual(listUndo(store, ws).map((e) => e.manifest.command), ["c5", "c4", "c3"]);
+    assert.deepEqual(
+      listUndo(store, ws).map((e) => e.manifest.command),
+      ["c5", "c4", "c3"],
+    );
     // By bytes: each entry keeps 1000 bytes; 2500 allows two.
     const bb = { maxCommands: 20, maxBytes: 2500 };
     for (let i = 6; i <= 8; i++) {
       writeFileSync(join(staged, `f${i}`), Buffer.alloc(1000, i));
       await apply(store, ws, [put(join(ws, "f"), join(staged, `f${i}`))], `c${i}`, bb);
     }
-    assert.deepEqual(listUndo(store, ws).map((e) => e.manifest.command), ["c8", "c7"]);
+    assert.deepEqual(
+      listUndo(store, ws).map((e) => e.manifest.command),
+      ["c8", "c7"],
+    );
     // pruneUndo on its own, with a smaller bound.
     pruneUndo(undoDirOf(store, ws), { maxCommands: 1, maxBytes: 2500 });
-    assert.deepEqual(listUndo(store, ws).map((e) => e.manifest.command), ["c8"]);
+    assert.deepEqual(
+      listUndo(store, ws).map((e) => e.manifest.command),
+      ["c8"],
+    );
     // The two kept ones undo in order.
     const u = undoLast(store, ws, 1);
     assert.ok(u.ok);
@@ -983,7 +1046,10 @@ describe("undo", () => {
       writeFileSync(join(staged, `n${i}`), "x");
       await apply(store, ws, [put(join(ws, `n${i}`), join(staged, `n${i}`), { before: null })], `c${i}`);
     }
-    assert.deepEqual(listUndo(store, ws).map((e) => e.manifest.command), Array.from({ length: 15 }, (_, i) => `c${14 - i}`));
+    assert.deepEqual(
+      listUndo(store, ws).map((e) => e.manifest.command),
+      Array.from({ length: 15 }, (_, i) => `c${14 - i}`),
+    );
   });
 });
 
@@ -1015,7 +1081,10 @@ describe("apply: processes", () => {
     const ra = a!.result as R;
     const rb = b!.result as R;
     const span = (who: string) => {
-      const ts = readFileSync(join(dir, `${who}.log`), "utf8").trim().split("\n").map((l) => Number(l.split(" ")[1]));
+      const ts = readFileSync(join(dir, `${who}.log`), "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => Number(l.split(" ")[1]));
       return [Math.min(...ts), Math.max(...ts)] as const;
     };
     const [sa, sb] = [span("A"), span("B")];
@@ -1087,7 +1156,10 @@ describe("apply: processes", () => {
       const st = lstatSync(lock, { throwIfNoEntry: false });
       if (st) seen.push(Date.now() - st.mtimeMs);
     }, 100);
-    const end = await runChild({ mode: "apply", store, workspace: ws, command: "long", ops, sleepPerOpMs: 70 }, { onLine: (l) => l === "go" && (started = Date.now()) });
+    const end = await runChild(
+      { mode: "apply", store, workspace: ws, command: "long", ops, sleepPerOpMs: 70 },
+      { onLine: (l) => l === "go" && (started = Date.now()) },
+    );
     clearInterval(timer);
     assert.equal(end.killed, false);
     assert.ok(Date.now() - started > 3000);
@@ -1104,7 +1176,12 @@ describe("apply: processes", () => {
     mkdirSync(join(staged, "c"));
     writeFileSync(join(staged, "c", "in"), "c is a folder now\n");
     writeFileSync(join(staged, "d"), "d new\n");
-    const ops = [put(join(ws, "a"), join(staged, "a")), ...replace(join(ws, "c"), join(staged, "c")), put(join(ws, "b"), join(staged, "b")), put(join(ws, "d"), join(staged, "d"), { before: null })];
+    const ops = [
+      put(join(ws, "a"), join(staged, "a")),
+      ...replace(join(ws, "c"), join(staged, "c")),
+      put(join(ws, "b"), join(staged, "b")),
+      put(join(ws, "d"), join(staged, "d"), { before: null }),
+    ];
     // Killed with a done and c removed (its folder not yet in place).
     assert.equal((await runChild({ mode: "apply", store, workspace: ws, command: "cut", ops, killAfterOp: 1 })).killed, true);
     assert.equal(existsSync(join(ws, "c")), false);
@@ -1114,12 +1191,19 @@ describe("apply: processes", () => {
     rmSync(join(staged, "d"));
     const rec = await recoverJournals(store, bounds);
     assert.equal(rec.recovered.length, 1);
-    assert.deepEqual([...rec.recovered[0]!.lost].sort(), ["b", "c", "d"].map((n) => join(ws, n)));
+    assert.deepEqual(
+      [...rec.recovered[0]!.lost].sort(),
+      ["b", "c", "d"].map((n) => join(ws, n)),
+    );
     assert.equal(readFileSync(join(ws, "c"), "utf8"), "the user's c\n");
     assert.equal(readFileSync(join(ws, "b"), "utf8"), "the user's b\n");
     assert.deepEqual(junkIn(ws), []);
     const [entry] = listUndo(store, ws);
-    assert.deepEqual(entry!.manifest.ops.map((o) => `${o.kind} ${relative(ws, o.target)}`), ["put a", "remove c"], "only what was done");
+    assert.deepEqual(
+      entry!.manifest.ops.map((o) => `${o.kind} ${relative(ws, o.target)}`),
+      ["put a", "remove c"],
+      "only what was done",
+    );
     // Undo would put the old c back over the user's c: refused, naming it.
     let u = undoLast(store, ws, 1);
     assert.equal(u.ok, false);
@@ -1152,7 +1236,10 @@ describe("apply: processes", () => {
     assert.equal(r.applied, 1);
     assert.deepEqual(journals(store), []);
     for (let i = 0; i < N; i++) assert.equal(readFileSync(join(ws, `f${i}`), "utf8"), `new ${i}\n`);
-    assert.deepEqual(listUndo(store, ws).map((e) => e.manifest.command), ["next", "killed"]);
+    assert.deepEqual(
+      listUndo(store, ws).map((e) => e.manifest.command),
+      ["next", "killed"],
+    );
     const u = undoLast(store, ws, 2);
     assert.ok(u.ok, u.ok ? "" : u.refused);
     for (let i = 0; i < N; i++) assert.equal(readFileSync(join(ws, `f${i}`), "utf8"), `old ${i}\n`);

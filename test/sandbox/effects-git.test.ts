@@ -321,7 +321,10 @@ describe("git objects: packs", () => {
     const deltas = entries.filter((e) => e.base !== undefined);
     assert.ok(deltas.length > 50, `deltas: ${deltas.length}`);
     assert.ok(Math.max(...entries.map((e) => e.depth)) >= 20, "a chain of 20 or more deltas");
-    assert.ok(deltas.every((e) => rawEntryType(pack, e.offset) === 6), "repack writes OFS_DELTA");
+    assert.ok(
+      deltas.every((e) => rawEntryType(pack, e.offset) === 6),
+      "repack writes OFS_DELTA",
+    );
     const store = openObjectStore([objectsDir(repo)]);
     try {
       const start = performance.now();
@@ -348,7 +351,10 @@ describe("git objects: packs", () => {
     const [pack] = packFiles(copy);
     const deltas = verifyPack(copy, pack!).filter((e) => e.base !== undefined);
     assert.ok(deltas.length > 50);
-    assert.ok(deltas.every((e) => rawEntryType(pack!, e.offset) === 7), "every delta is a REF_DELTA");
+    assert.ok(
+      deltas.every((e) => rawEntryType(pack!, e.offset) === 7),
+      "every delta is a REF_DELTA",
+    );
     const store = openObjectStore([objectsDir(copy)]);
     try {
       compareAll(copy, store);
@@ -488,8 +494,26 @@ describe("git index", () => {
     for (let i = 0; i < lines.length; i += 6) {
       const [meta, path] = lines[i]!.split("\t");
       const [mode, oid, stage] = meta!.split(" ");
-      const nums = lines.slice(i + 1, i + 6).join(" ").match(/\d+/g)!.map(Number);
-      out.push({ path: path!, mode: parseInt(mode!, 8), oid: oid!, stage: Number(stage), ctimeSeconds: nums[0]!, ctimeNanoseconds: nums[1]!, mtimeSeconds: nums[2]!, mtimeNanoseconds: nums[3]!, dev: nums[4]!, ino: nums[5]!, uid: nums[6]!, gid: nums[7]!, size: nums[8]! });
+      const nums = lines
+        .slice(i + 1, i + 6)
+        .join(" ")
+        .match(/\d+/g)!
+        .map(Number);
+      out.push({
+        path: path!,
+        mode: parseInt(mode!, 8),
+        oid: oid!,
+        stage: Number(stage),
+        ctimeSeconds: nums[0]!,
+        ctimeNanoseconds: nums[1]!,
+        mtimeSeconds: nums[2]!,
+        mtimeNanoseconds: nums[3]!,
+        dev: nums[4]!,
+        ino: nums[5]!,
+        uid: nums[6]!,
+        gid: nums[7]!,
+        size: nums[8]!,
+      });
     }
     return out;
   }
@@ -573,7 +597,10 @@ describe("git index", () => {
       idx.entries.map((e) => ({ path: e.path, mode: e.mode, oid: e.oid, stage: e.stage })),
       stages,
     );
-    assert.deepEqual(idx.entries.map((e) => e.stage), [1, 2, 3]);
+    assert.deepEqual(
+      idx.entries.map((e) => e.stage),
+      [1, 2, 3],
+    );
   });
 
   test("sameEntries: a stat refresh keeps them, staging and flags change them", () => {

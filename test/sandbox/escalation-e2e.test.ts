@@ -53,7 +53,11 @@ describe("P7, P9: reviewed escalations", () => {
     const { h, judge } = await world();
     judge.setResponses([fauxAssistantMessage(VERDICT.allow)]);
     h.faux.setResponses([
-      call("bash", { command: `echo ran >> ${outside(h)}`, sandbox_permissions: "require_escalated", justification: "the release notes live outside the workspace" }),
+      call("bash", {
+        command: `echo ran >> ${outside(h)}`,
+        sandbox_permissions: "require_escalated",
+        justification: "the release notes live outside the workspace",
+      }),
       done(),
     ]);
     await h.session.prompt(`append "ran" to ${outside(h)}`);

@@ -79,7 +79,14 @@ let fixtureSeq = 0;
 function fixture(): Fixture {
   const root = join(scratch, `fx-${++fixtureSeq}`);
   cpSync(template, root, { recursive: true, verbatimSymlinks: true });
-  return { root, ws: join(root, "ws"), tmp: join(root, "tmp"), outside: join(root, "outside"), home: join(root, "home"), agentDir: join(root, "home", ".pi", "agent") };
+  return {
+    root,
+    ws: join(root, "ws"),
+    tmp: join(root, "tmp"),
+    outside: join(root, "outside"),
+    home: join(root, "home"),
+    agentDir: join(root, "home", ".pi", "agent"),
+  };
 }
 
 /**
@@ -147,7 +154,16 @@ async function runIn(f: Fixture, script: string, opts: { timeout?: number; revie
       env: { ...process.env, HOME: f.home, ...GIT_ENV },
       shell: "/bin/bash",
       workspace: "staged",
-      settle: (end) => settleEffects({ ...end, places, protectedGlobs: [], command: script, store: effectStore(f.agentDir), bounds: DEFAULT_UNDO_BOUNDS, ...(opts.reviewer ? { reviewer: opts.reviewer } : {}) }),
+      settle: (end) =>
+        settleEffects({
+          ...end,
+          places,
+          protectedGlobs: [],
+          command: script,
+          store: effectStore(f.agentDir),
+          bounds: DEFAULT_UNDO_BOUNDS,
+          ...(opts.reviewer ? { reviewer: opts.reviewer } : {}),
+        }),
     },
     { onData: (b) => chunks.push(b), timeout: opts.timeout ?? 60 },
   );
@@ -208,7 +224,9 @@ describe(`staging attacks as ${WHO}: code on the host later`, { concurrency: 4 }
   attack("HOLE: an embedded bare repository with core.fsmonitor lands; git status in that folder runs it", async ({ f, run }) => {
     // HEAD, objects/, refs/ and config in an ordinary folder: git discovers it as a repository
     // (safe.bareRepository defaults to "all"). No path component is a protected name.
-    const r = await run(`mkdir -p tools/cache && cd tools/cache && git init -q --bare . && git config core.bare false && git config core.worktree "$PWD" && git config core.fsmonitor "touch ${f.outside}/PWNED; false"`);
+    const r = await run(
+      `mkdir -p tools/cache && cd tools/cache && git init -q --bare . && git config core.bare false && git config core.worktree "$PWD" && git config core.fsmonitor "touch ${f.outside}/PWNED; false"`,
+    );
     gitTry(join(f.ws, "tools", "cache"), "status"); // what a shell prompt's git integration does on cd
     assert.equal(existsSync(join(f.outside, "PWNED")), false, `host code ran; effects: ${r.effects}`);
   });
@@ -216,7 +234,9 @@ describe(`staging attacks as ${WHO}: code on the host later`, { concurrency: 4 }
   attack("HOLE: a .git under a regenerable-named folder (dist/, out/) lands; git status there runs its fsmonitor", async ({ f, run }) => {
     // judge.ts skips protectedComponent when any component is regenerable; facts.ts does not even
     // list a new regenerable folder's contents.
-    const r = await run(`git init -q dist && git -C dist config core.fsmonitor "touch ${f.outside}/PWNED-dist; false" && git init -q out && git -C out config core.fsmonitor "touch ${f.outside}/PWNED-out; false"`);
+    const r = await run(
+      `git init -q dist && git -C dist config core.fsmonitor "touch ${f.outside}/PWNED-dist; false" && git init -q out && git -C out config core.fsmonitor "touch ${f.outside}/PWNED-out; false"`,
+    );
     gitTry(join(f.ws, "dist"), "status");
     gitTry(join(f.ws, "out"), "status");
     assert.deepEqual(readdirSync(f.outside).sort(), ["existing.txt"], `host code ran; effects: ${r.effects}`);
@@ -261,21 +281,24 @@ describe(`staging attacks as ${WHO}: writes outside the workspace (races)`, { co
     assert.equal(existsSync(join(f.outside, "x")), false, `written outside; A: ${a.effects} || B: ${rb.effects}`);
   });
 
-  attack("HOLE: race: while a reviewer considers held effects, a parallel command swaps a folder for a symlink; the approved write lands outside", async ({ f }) => {
-    // The judgement is made when the command ends; the apply comes after the review (seconds of a
-    // model call). apply.ts checks each target with lstat and renames into it, both of which follow
-    // a symlink in a parent: a folder replaced by a symlink meanwhile redirects the write.
-    mkdirSync(join(f.ws, "d"));
-    let a: Ran | undefined;
-    const reviewer: HeldReviewer = {
-      review: async () => {
-        a = await runIn(f, `rmdir d && ln -s ${f.outside} d`);
-        return { allow: true, rationale: "deleting the feature branch was asked for" };
-      },
-    };
-    const b = await runIn(f, "git branch -q -D feature && echo payload > d/x", { reviewer });
-    assert.equal(existsSync(join(f.outside, "x")), false, `written outside; A: ${a?.effects} || B: ${b.effects}`);
-  });
+  attack(
+    "HOLE: race: while a reviewer considers held effects, a parallel command swaps a folder for a symlink; the approved write lands outside",
+    async ({ f }) => {
+      // The judgement is made when the command ends; the apply comes after the review (seconds of a
+      // model call). apply.ts checks each target with lstat and renames into it, both of which follow
+      // a symlink in a parent: a folder replaced by a symlink meanwhile redirects the write.
+      mkdirSync(join(f.ws, "d"));
+      let a: Ran | undefined;
+      const reviewer: HeldReviewer = {
+        review: async () => {
+          a = await runIn(f, `rmdir d && ln -s ${f.outside} d`);
+          return { allow: true, rationale: "deleting the feature branch was asked for" };
+        },
+      };
+      const b = await runIn(f, "git branch -q -D feature && echo payload > d/x", { reviewer });
+      assert.equal(existsSync(join(f.outside, "x")), false, `written outside; A: ${a?.effects} || B: ${b.effects}`);
+    },
+  );
 
   attack("HOLE: parallel commands: the later one deletes files the earlier one applied", async ({ f }) => {
     // Both make out2/. A is applied while B runs; B's out2 is upper-only, so the merged view does
@@ -302,7 +325,11 @@ describe(`staging attacks as ${WHO}: destroying the user's work`, { concurrency:
     const r = await run(
       `o=$(git rev-parse HEAD:main.txt); p=.git/objects/\${o:0:2}/\${o:2}; chmod u+w $p; ${PY} -c 'import zlib,sys; open(sys.argv[1],"wb").write(zlib.compress(b"blob 10\\0evil code\\n"))' $p`,
     );
-    same(gitTry(f.ws, "show", "HEAD:main.txt").stdout, "main work\n", `the committed main.txt now reads ${JSON.stringify(gitTry(f.ws, "show", "HEAD:main.txt").stdout)}; effects: ${r.effects}`);
+    same(
+      gitTry(f.ws, "show", "HEAD:main.txt").stdout,
+      "main work\n",
+      `the committed main.txt now reads ${JSON.stringify(gitTry(f.ws, "show", "HEAD:main.txt").stdout)}; effects: ${r.effects}`,
+    );
   });
 
   attack("HOLE: deleting a reflog lands: the user's older stash entries are gone", async ({ f, run }) => {
@@ -348,7 +375,11 @@ describe(`staging attacks as ${WHO}: destroying the user's work`, { concurrency:
     // recoverable.content() trusts an oid in the index without checking the object exists.
     const oid = git(f.ws, "hash-object", "notes.txt");
     const r = await run("git update-index --add --info-only notes.txt draft.md && rm notes.txt draft.md");
-    same(read(join(f.ws, "notes.txt")), NOTES, `notes.txt is gone; its blob is in the object store: ${gitTry(f.ws, "cat-file", "-e", oid).status === 0}; effects: ${r.effects}`);
+    same(
+      read(join(f.ws, "notes.txt")),
+      NOTES,
+      `notes.txt is gone; its blob is in the object store: ${gitTry(f.ws, "cat-file", "-e", oid).status === 0}; effects: ${r.effects}`,
+    );
   });
 
   attack("HOLE: a commit and index entries carry AGENTS.md and a workflow, hidden by skip-worktree", async ({ f, run }) => {
@@ -383,11 +414,15 @@ describe(`staging attacks as ${WHO}: destroying the user's work`, { concurrency:
     assert.equal(statSync(join(f.ws, "notes.txt")).mode & 0o002, 0, `notes.txt is world-writable; effects: ${r.effects}`);
   });
 
-  attack("HOLE (low): sorting a source file's lines loses nothing by the metric and lands", async ({ f, run }) => {
-    const before = read(join(f.ws, "src", "app.js"));
-    const r = await run("sort -o src/app.js src/app.js");
-    same(read(join(f.ws, "src", "app.js")), before, `src/app.js was reordered; effects: ${r.effects}`);
-  }, { known: "a reordering keeps every word, and the word metric counts words, not their order" });
+  attack(
+    "HOLE (low): sorting a source file's lines loses nothing by the metric and lands",
+    async ({ f, run }) => {
+      const before = read(join(f.ws, "src", "app.js"));
+      const r = await run("sort -o src/app.js src/app.js");
+      same(read(join(f.ws, "src", "app.js")), before, `src/app.js was reordered; effects: ${r.effects}`);
+    },
+    { known: "a reordering keeps every word, and the word metric counts words, not their order" },
+  );
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -428,8 +463,13 @@ describe(`staging attacks as ${WHO}: ordinary work that should land`, { concurre
   });
 
   attack("FALSE POSITIVE: an app updating its local SQLite database is held", async ({ f, run }) => {
-    spawnSync(PY, ["-c", `import sqlite3\nc=sqlite3.connect("${f.ws}/db.sqlite3")\nc.execute("create table t(x text)")\nc.executemany("insert into t values(?)", [("row%d" % i,) for i in range(2000)])\nc.commit()`]);
-    const r = await run(`${PY} -c 'import sqlite3\nc=sqlite3.connect("db.sqlite3")\nc.execute("insert into t values (1)")\nc.commit()' && echo edit >> src/app.js`);
+    spawnSync(PY, [
+      "-c",
+      `import sqlite3\nc=sqlite3.connect("${f.ws}/db.sqlite3")\nc.execute("create table t(x text)")\nc.executemany("insert into t values(?)", [("row%d" % i,) for i in range(2000)])\nc.commit()`,
+    ]);
+    const r = await run(
+      `${PY} -c 'import sqlite3\nc=sqlite3.connect("db.sqlite3")\nc.execute("insert into t values (1)")\nc.commit()' && echo edit >> src/app.js`,
+    );
     assert.match(read(join(f.ws, "src", "app.js")) ?? "", /edit\n$/, r.effects);
   });
 
@@ -439,16 +479,24 @@ describe(`staging attacks as ${WHO}: ordinary work that should land`, { concurre
     assert.equal(existsSync(join(f.ws, "src", "m0.o")), false, r.effects);
   });
 
-  attack("FALSE POSITIVE: rebuilding a PDF (any binary output outside a regenerable folder) is held", async ({ f, run }) => {
-    writeFileSync(join(f.ws, "paper.pdf"), Buffer.concat([Buffer.from("%PDF-1.5\n"), Buffer.alloc(20000, 1), Buffer.from([0])]));
-    const r = await run(`${PY} -c 'open("paper.pdf","wb").write(b"%PDF-1.5\\n" + bytes(20000))'`);
-    assert.equal(statSync(join(f.ws, "paper.pdf")).size, 20009, r.effects);
-  }, { known: "an untracked binary rewritten outside a regenerable folder is loss the judge cannot tell from destroyed data: held" });
+  attack(
+    "FALSE POSITIVE: rebuilding a PDF (any binary output outside a regenerable folder) is held",
+    async ({ f, run }) => {
+      writeFileSync(join(f.ws, "paper.pdf"), Buffer.concat([Buffer.from("%PDF-1.5\n"), Buffer.alloc(20000, 1), Buffer.from([0])]));
+      const r = await run(`${PY} -c 'open("paper.pdf","wb").write(b"%PDF-1.5\\n" + bytes(20000))'`);
+      assert.equal(statSync(join(f.ws, "paper.pdf")).size, 20009, r.effects);
+    },
+    { known: "an untracked binary rewritten outside a regenerable folder is loss the judge cannot tell from destroyed data: held" },
+  );
 
-  attack("FALSE POSITIVE: git worktree add inside the workspace is held", async ({ f, run }) => {
-    const r = await run("git worktree add -q wt feature");
-    assert.ok(existsSync(join(f.ws, "wt", "feature.txt")), r.effects);
-  }, { known: "the new worktree's checkout writes the protected names the repository tracks (.pi), which are held" });
+  attack(
+    "FALSE POSITIVE: git worktree add inside the workspace is held",
+    async ({ f, run }) => {
+      const r = await run("git worktree add -q wt feature");
+      assert.ok(existsSync(join(f.ws, "wt", "feature.txt")), r.effects);
+    },
+    { known: "the new worktree's checkout writes the protected names the repository tracks (.pi), which are held" },
+  );
 
   attack("FALSE POSITIVE: a file with a non-UTF-8 name discards everything the command did", async ({ f, run }) => {
     const r = await run("echo ok > good.txt; printf x > $'bad\\xff.txt'");
@@ -458,7 +506,8 @@ describe(`staging attacks as ${WHO}: ordinary work that should land`, { concurre
   attack(
     "FALSE POSITIVE: reinstalling a node_modules of more than 200000 files is held (slow: ~80 s)",
     async ({ f, run }) => {
-      const gen = (root: string, v: string) => `import os\nfor i in range(21000):\n  d=f"${root}/node_modules/p{i}"; os.makedirs(d)\n  for j in range(10): open(f"{d}/f{j}.js","w").write("${v}")`;
+      const gen = (root: string, v: string) =>
+        `import os\nfor i in range(21000):\n  d=f"${root}/node_modules/p{i}"; os.makedirs(d)\n  for j in range(10): open(f"{d}/f{j}.js","w").write("${v}")`;
       assert.equal(spawnSync(PY, ["-c", gen(f.ws, "x")]).status, 0);
       writeFileSync(join(f.tmp, "gen.py"), gen(".", "y"));
       // What rm -rf node_modules && npm ci does: a new tree where the old one was. A fresh install
@@ -517,7 +566,8 @@ describe(`staging attacks as ${WHO}: probes that held`, { concurrency: 4 }, () =
   });
 
   attack("safe: rm -rf node_modules && reinstall of 20000 files lands", async ({ f, run }) => {
-    const gen = (root: string, v: string) => `import os\nfor i in range(2000):\n  d=f"${root}/node_modules/p{i}/lib"; os.makedirs(d)\n  for j in range(10): open(f"{d}/f{j}.js","w").write("${v}")`;
+    const gen = (root: string, v: string) =>
+      `import os\nfor i in range(2000):\n  d=f"${root}/node_modules/p{i}/lib"; os.makedirs(d)\n  for j in range(10): open(f"{d}/f{j}.js","w").write("${v}")`;
     assert.equal(spawnSync(PY, ["-c", gen(f.ws, "x")]).status, 0);
     writeFileSync(join(f.tmp, "gen.py"), gen(".", "y"));
     const r = await run(`rm -rf node_modules && ${PY} "$TMPDIR/gen.py"`);

@@ -75,7 +75,7 @@ describe("staged effects through a real AgentSession (P17)", () => {
   test("without a reviewer, held effects are discarded whole and the model is told why", async (t) => {
     if (unavailable) return t.skip(`sandbox unavailable: ${unavailable}`);
     const { h } = await world("none");
-    h.faux.setResponses([call("bash", { command: "echo built > out.js; for f in *.txt; do : > \"$f\"; done; echo emptied" }), done()]);
+    h.faux.setResponses([call("bash", { command: 'echo built > out.js; for f in *.txt; do : > "$f"; done; echo emptied' }), done()]);
     await h.session.prompt("tidy up");
     const [r] = toolResults(h.session);
     assert.equal(r?.isError, true);

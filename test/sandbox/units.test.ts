@@ -41,7 +41,8 @@ function fixture() {
   for (const d of [join(ws, ".git"), tmp, join(home, ".ssh"), join(home, ".aws")]) mkdirSync(d, { recursive: true });
   writeFileSync(join(ws, ".git", "HEAD"), "ref: refs/heads/main\n");
   writeFileSync(join(home, ".netrc"), "machine x password y\n");
-  const places = () => buildPlaces({ workspace: ws, tmpRoot: tmp, home, agentDir: join(home, ".pi", "agent"), selfPaths: [join(home, ".pi", "agent", "auto-mode.json")] });
+  const places = () =>
+    buildPlaces({ workspace: ws, tmpRoot: tmp, home, agentDir: join(home, ".pi", "agent"), selfPaths: [join(home, ".pi", "agent", "auto-mode.json")] });
   return { root, ws, tmp, home, places };
 }
 
@@ -133,10 +134,21 @@ describe("environment", () => {
   test("database and password-manager credentials go, by name or by a URL that carries a user", () => {
     for (const name of ["PGPASSWORD", "MYSQL_PWD", "DB_PASS", "BW_SESSION", "OP_SESSION_my_team", "SENTRY_DSN", "CI_JOB_JWT", "REDISCLI_AUTH", "SSHPASS"])
       assert.equal(droppedBecause(name, "hunter2"), "name", name);
-    for (const value of ["redis://:hunter2@cache:6379/0", "https://0123456789abcdef0123456789abcdef@o1.ingest.sentry.io/1", "postgres://app:pw@db/app", "amqp://guest:guest@mq:5672"])
+    for (const value of [
+      "redis://:hunter2@cache:6379/0",
+      "https://0123456789abcdef0123456789abcdef@o1.ingest.sentry.io/1",
+      "postgres://app:pw@db/app",
+      "amqp://guest:guest@mq:5672",
+    ])
       assert.equal(droppedBecause("SOME_URL", value), "value", value);
     // The working directory and ordinary URLs stay.
-    for (const [name, value] of [["PWD", "/work"], ["OLDPWD", "/"], ["PI_SESSION_ID", "abc"], ["API_BASE", "https://api.example.com/v1"], ["GIT_ASKPASS", "/usr/lib/git/askpass"]] as const)
+    for (const [name, value] of [
+      ["PWD", "/work"],
+      ["OLDPWD", "/"],
+      ["PI_SESSION_ID", "abc"],
+      ["API_BASE", "https://api.example.com/v1"],
+      ["GIT_ASKPASS", "/usr/lib/git/askpass"],
+    ] as const)
       assert.equal(droppedBecause(name, value), undefined, name);
   });
 });
@@ -146,10 +158,14 @@ describe("layout of writable and protected paths", () => {
     const f = fixture();
     writeFileSync(join(f.ws, "AGENTS.md"), "x");
     const layout = computeLayout({ places: f.places(), protectedGlobs: [], ownPaths: [] });
-    assert.deepEqual(layout.writable, [f.ws, f.tmp].sort((a, b) => a.length - b.length));
+    assert.deepEqual(
+      layout.writable,
+      [f.ws, f.tmp].sort((a, b) => a.length - b.length),
+    );
     assert.ok(layout.readOnly.includes(join(f.ws, ".git")));
     assert.ok(layout.readOnly.includes(join(f.ws, "AGENTS.md")));
-    for (const m of [".pi", ".codex", ".agents", ".husky", ".vscode", "CLAUDE.md", ".envrc", ".gitmodules", ".github"]) assert.ok(layout.missing.includes(join(f.ws, m)), m);
+    for (const m of [".pi", ".codex", ".agents", ".husky", ".vscode", "CLAUDE.md", ".envrc", ".gitmodules", ".github"])
+      assert.ok(layout.missing.includes(join(f.ws, m)), m);
     assert.ok(!layout.missing.includes(join(f.ws, ".git")));
     const masked = new Map(layout.masked.map((m) => [m.path, m.kind]));
     assert.equal(masked.get(join(f.home, ".ssh")), "dir");
@@ -235,7 +251,16 @@ describe("bwrap command line", () => {
   const at = (...seq: string[]) => argv.findIndex((_, i) => seq.every((s, j) => argv[i + j] === s));
 
   test("every hardening flag is there", () => {
-    for (const flag of ["--new-session", "--die-with-parent", "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--disable-userns"])
+    for (const flag of [
+      "--new-session",
+      "--die-with-parent",
+      "--unshare-user",
+      "--unshare-pid",
+      "--unshare-net",
+      "--unshare-ipc",
+      "--unshare-uts",
+      "--disable-userns",
+    ])
       assert.ok(argv.includes(flag), flag);
     assert.ok(at("--cap-drop", "ALL") >= 0);
     assert.ok(at("--seccomp", "3") >= 0);
@@ -433,7 +458,10 @@ describe("limits, versions, probe reasons, backend selection, escalation input",
   test("escalation requests are read strictly", () => {
     assert.deepEqual(escalationAsk({ command: "x" }), { kind: "default" });
     assert.deepEqual(escalationAsk({ command: "x", sandbox_permissions: "use_default" }), { kind: "default" });
-    assert.deepEqual(escalationAsk({ command: "x", sandbox_permissions: "require_escalated", justification: " needs docker " }), { kind: "escalated", justification: "needs docker" });
+    assert.deepEqual(escalationAsk({ command: "x", sandbox_permissions: "require_escalated", justification: " needs docker " }), {
+      kind: "escalated",
+      justification: "needs docker",
+    });
     assert.equal(escalationAsk({ command: "x", sandbox_permissions: "require_escalated" }).kind, "invalid");
     assert.equal(escalationAsk({ command: "x", sandbox_permissions: "require_escalated", justification: "   " }).kind, "invalid");
     assert.equal(escalationAsk({ command: "x", sandbox_permissions: "yes" }).kind, "invalid");

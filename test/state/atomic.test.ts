@@ -105,7 +105,8 @@ function setup(revision?: number) {
   return { agentDir, dir, io, store };
 }
 
-const files = (dir: string) => Object.fromEntries(readdirSync(dir).map((f) => [f, statSync(join(dir, f)).isDirectory() ? "<dir>" : readFileSync(join(dir, f), "utf8")]));
+const files = (dir: string) =>
+  Object.fromEntries(readdirSync(dir).map((f) => [f, statSync(join(dir, f)).isDirectory() ? "<dir>" : readFileSync(join(dir, f), "utf8")]));
 const temps = (dir: string) => readdirSync(dir).filter((f) => f.endsWith(".tmp"));
 
 describe("P12: atomic writes in a fixed order", () => {
@@ -340,7 +341,10 @@ describe("P12: the lock", () => {
   test("the critical section must be synchronous: nothing can be awaited while the lock is held", async () => {
     const { dir } = setup();
     mkdirSync(dir, { recursive: true });
-    await assert.rejects(withLock(join(dir, "state.lock"), { staleMs: 2000, waitMs: 1000 }, async () => 1), /must be synchronous/);
+    await assert.rejects(
+      withLock(join(dir, "state.lock"), { staleMs: 2000, waitMs: 1000 }, async () => 1),
+      /must be synchronous/,
+    );
     assert.equal(existsSync(join(dir, "state.lock")), false, "and the lock is released anyway");
   });
 

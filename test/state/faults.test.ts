@@ -45,7 +45,11 @@ async function faultOf(files: Partial<Record<ArtifactName, string | null>>): Pro
 }
 
 function snapshotFiles(dir: string): Record<string, string> {
-  return Object.fromEntries(readdirSync(dir).filter((f) => !f.endsWith(".lock")).map((f) => [f, readFileSync(join(dir, f), "utf8")]));
+  return Object.fromEntries(
+    readdirSync(dir)
+      .filter((f) => !f.endsWith(".lock"))
+      .map((f) => [f, readFileSync(join(dir, f), "utf8")]),
+  );
 }
 
 describe("P12: Missing is only the first run", () => {
@@ -155,7 +159,8 @@ describe("P12: every Fault shape", () => {
       null,
       "state",
     ];
-    for (const shape of shapes) assert.equal((await faultOf(healthy(7, { config: `${JSON.stringify(shape)}\n` }))).code, "malformed-config", JSON.stringify(shape));
+    for (const shape of shapes)
+      assert.equal((await faultOf(healthy(7, { config: `${JSON.stringify(shape)}\n` }))).code, "malformed-config", JSON.stringify(shape));
     // Valid JSON with the right values but not the bytes this extension writes.
     assert.equal((await faultOf(healthy(7, { config: JSON.stringify(base, null, 2) }))).code, "malformed-config");
     const reordered = `${JSON.stringify({ revision: 7, schema: 1, enabled: true, reviewer: REVIEWER })}\n`;
@@ -212,7 +217,12 @@ describe("P12: repair writes above every surviving revision, or refuses", () => 
     { name: "config damaged", files: { config: "{", primary: mark(6), recovery: mark(6) }, floor: 6, keeps: false },
     { name: "config damaged and one watermark damaged", files: { config: "{", primary: mark(6), recovery: "" }, floor: 6, keeps: false },
     { name: "config missing", files: { config: null, primary: mark(6), recovery: mark(6) }, floor: 6, keeps: false },
-    { name: "unknown schema", files: { config: `${JSON.stringify({ schema: 2, revision: 20, enabled: false, reviewer: null })}\n`, primary: mark(6), recovery: mark(6) }, floor: 6, keeps: false },
+    {
+      name: "unknown schema",
+      files: { config: `${JSON.stringify({ schema: 2, revision: 20, enabled: false, reviewer: null })}\n`, primary: mark(6), recovery: mark(6) },
+      floor: 6,
+      keeps: false,
+    },
   ];
   for (const c of cases) {
     test(`${c.name}: /perm-repair writes revision ${c.floor + 1}`, async () => {
@@ -224,7 +234,10 @@ describe("P12: repair writes above every surviving revision, or refuses", () => 
       assert.equal(res.snapshot.revision, c.floor + 1);
       assert.ok(res.repaired, "the result names the fault it repaired");
       // The surviving config keeps what the user chose; without one the defaults apply.
-      assert.deepEqual({ enabled: res.snapshot.enabled, reviewer: res.snapshot.reviewer }, c.keeps ? { enabled: false, reviewer: REVIEWER } : { enabled: true, reviewer: undefined });
+      assert.deepEqual(
+        { enabled: res.snapshot.enabled, reviewer: res.snapshot.reviewer },
+        c.keeps ? { enabled: false, reviewer: REVIEWER } : { enabled: true, reviewer: undefined },
+      );
       assert.deepEqual(await store.read(), { kind: "ok", snapshot: res.snapshot });
       assert.deepEqual(snapshotFiles(dir), {
         "state.json": serializeConfig(res.snapshot),
@@ -283,7 +296,7 @@ describe("P12: repair writes above every surviving revision, or refuses", () => 
     const seen: number[] = [2];
     const damage = [
       () => writeFileSync(join(dir, ARTIFACT_FILES.recovery), mark(seen.at(-1)! + 10)),
-      () => writeFileSync(join(dir, ARTIFACT_FILES.config), "{\"schema\":1,"),
+      () => writeFileSync(join(dir, ARTIFACT_FILES.config), '{"schema":1,'),
       () => writeFileSync(join(dir, ARTIFACT_FILES.primary), ""),
       () => rmSync(join(dir, ARTIFACT_FILES.config)),
       () => writeFileSync(join(dir, ARTIFACT_FILES.config), config(seen.at(-1)! + 3)),

@@ -93,7 +93,11 @@ describe("P12: the state lock across processes", () => {
 
   test("a process that exits inside its critical section leaves no lock behind", () => {
     const { dir, lock } = freshDir();
-    const r = spawnSync(process.execPath, ["--input-type=module", "-e", `const { withLock } = await import(${JSON.stringify(LOCK_TS)}); await withLock(${JSON.stringify(lock)}, { staleMs: 2000, waitMs: 1000 }, () => process.exit(3));`]);
+    const r = spawnSync(process.execPath, [
+      "--input-type=module",
+      "-e",
+      `const { withLock } = await import(${JSON.stringify(LOCK_TS)}); await withLock(${JSON.stringify(lock)}, { staleMs: 2000, waitMs: 1000 }, () => process.exit(3));`,
+    ]);
     assert.equal(r.status, 3, r.stderr.toString());
     assert.equal(existsSync(lock), false);
     assert.deepEqual(leftovers(dir), []);
@@ -217,7 +221,10 @@ describe("P12: proper-lockfile, as older copies of this extension use it", () =>
       // Another process, with proper-lockfile, while this one holds the lock.
       const other = spawnSync(
         process.execPath,
-        ["-e", `const l = require("proper-lockfile"); try { l.lockSync(${JSON.stringify(lock)}, { lockfilePath: ${JSON.stringify(lock)}, realpath: false }); console.log("got it"); } catch (e) { console.log(e.code); }`],
+        [
+          "-e",
+          `const l = require("proper-lockfile"); try { l.lockSync(${JSON.stringify(lock)}, { lockfilePath: ${JSON.stringify(lock)}, realpath: false }); console.log("got it"); } catch (e) { console.log(e.code); }`,
+        ],
         { cwd: fileURLToPath(new URL("../..", import.meta.url)) },
       );
       return other.stdout.toString().trim();
@@ -252,6 +259,10 @@ describe("P12: the commit's last directory sync", () => {
     const store = createDurableGlobalState({ agentDir, fs, lock: TIMING });
     const res = await store.setEnabled(false);
     assert.equal(res.kind, "committed");
-    assert.deepEqual(dirSyncs, [true, true, false, false], "recovery and primary under the lock, the config's and the anchor's after it, all before the result");
+    assert.deepEqual(
+      dirSyncs,
+      [true, true, false, false],
+      "recovery and primary under the lock, the config's and the anchor's after it, all before the result",
+    );
   });
 });

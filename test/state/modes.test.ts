@@ -4,7 +4,15 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { BACKENDS, type Backend } from "../../src/policy/types.ts";
-import { CONFIG_HEALTHS, effectiveMode, STATUS_LABELS, statusLabel, type ConfigHealth, type EffectiveMode, type ModeInputs } from "../../src/state/effective.ts";
+import {
+  CONFIG_HEALTHS,
+  effectiveMode,
+  STATUS_LABELS,
+  statusLabel,
+  type ConfigHealth,
+  type EffectiveMode,
+  type ModeInputs,
+} from "../../src/state/effective.ts";
 import { MODE_ENTRY_TYPE, restoredMode, type SessionStartReason } from "../../src/state/session.ts";
 
 // enabled, config, requested, backend -> effective mode (the reviewer flag never changes the mode).

@@ -24,7 +24,11 @@ if (!IS_ROOT) console.log("# the character-device cases are skipped: only root c
 const REVIEWER = { provider: "anthropic", model: "claude-x", thinking: "high" } as const;
 /** A healthy state at `revision` that says auto mode is off: reading it any other way than whole would be the permissive mistake. */
 function healthyFiles(revision: number): Record<ArtifactName, string> {
-  return { config: serializeConfig({ revision, enabled: false, reviewer: REVIEWER }), primary: serializeWatermark(revision), recovery: serializeWatermark(revision) };
+  return {
+    config: serializeConfig({ revision, enabled: false, reviewer: REVIEWER }),
+    primary: serializeWatermark(revision),
+    recovery: serializeWatermark(revision),
+  };
 }
 
 async function agentWith(artifact: ArtifactName | "lock" | "anchor" | undefined, kind: Kind): Promise<string> {
@@ -86,15 +90,34 @@ describe("P12: a state file that is not a regular file is a fault, never a hang"
     const results = await pool(
       KINDS.map((kind) => async () => {
         const agentDir = await agentWith("anchor", kind);
-        return { kind, read: (await probe("read", agentDir)) as Read, commit: (await probe("commit", await agentWith("anchor", kind))) as { result: { kind: string }; read: Read } };
+        return {
+          kind,
+          read: (await probe("read", agentDir)) as Read,
+          commit: (await probe("commit", await agentWith("anchor", kind))) as { result: { kind: string }; read: Read },
+        };
       }),
     );
     for (const { kind, read, commit } of results) {
-      if (kind === "dangling-symlink") assert.match(read.fault?.detail ?? "", /auto-mode\.anchor \(beside the state folder\) cannot be read: not a regular file \(a symbolic link\)/, JSON.stringify(read));
-      else assert.match(read.fault?.detail ?? "", /auto-mode\.anchor \(beside the state folder\) cannot be read: not a regular file/, `${kind}: ${JSON.stringify(read)}`);
+      if (kind === "dangling-symlink")
+        assert.match(
+          read.fault?.detail ?? "",
+          /auto-mode\.anchor \(beside the state folder\) cannot be read: not a regular file \(a symbolic link\)/,
+          JSON.stringify(read),
+        );
+      else
+        assert.match(
+          read.fault?.detail ?? "",
+          /auto-mode\.anchor \(beside the state folder\) cannot be read: not a regular file/,
+          `${kind}: ${JSON.stringify(read)}`,
+        );
       assert.equal(read.fault?.code, "unreadable");
       if (kind === "directory") assert.deepEqual([commit.result.kind, commit.read.kind], ["failed", "fault"], JSON.stringify(commit));
-      else assert.deepEqual([commit.result.kind, commit.read.kind, commit.read.snapshot?.enabled], ["committed", "ok", true], `${kind}: ${JSON.stringify(commit)}`);
+      else
+        assert.deepEqual(
+          [commit.result.kind, commit.read.kind, commit.read.snapshot?.enabled],
+          ["committed", "ok", true],
+          `${kind}: ${JSON.stringify(commit)}`,
+        );
     }
   });
 

@@ -50,8 +50,9 @@ function writer(args: string[]): Child {
       const line = JSON.parse(buf.slice(0, i)) as Line;
       buf = buf.slice(i + 1);
       lines.push(line);
-      for (const w of waiters.splice(0)) if (w.pred(line)) w.resolve();
-      else waiters.push(w);
+      for (const w of waiters.splice(0))
+        if (w.pred(line)) w.resolve();
+        else waiters.push(w);
     }
   });
   proc.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
@@ -106,7 +107,10 @@ describe("P12: real processes", () => {
         }
       }
     assert.equal(committed.size, WRITERS * EACH);
-    assert.deepEqual([...committed.keys()].sort((a, b) => a - b), Array.from({ length: WRITERS * EACH }, (_, i) => i + 1));
+    assert.deepEqual(
+      [...committed.keys()].sort((a, b) => a - b),
+      Array.from({ length: WRITERS * EACH }, (_, i) => i + 1),
+    );
 
     const final = await store.read();
     assert.deepEqual(final, { kind: "ok", snapshot: committed.get(WRITERS * EACH) });
@@ -176,7 +180,11 @@ describe("P12: real processes", () => {
           } else {
             // The commit in flight got its config out before the kill: exactly that change, above the last one.
             assert.ok(pending, `lane ${tag}: ${key} is no state anyone committed`);
-            const expected = { ...before, ...("enabled" in pending ? { enabled: pending.enabled! } : {}), ...("reviewer" in pending ? { reviewer: pending.reviewer ?? undefined } : {}) };
+            const expected = {
+              ...before,
+              ...("enabled" in pending ? { enabled: pending.enabled! } : {}),
+              ...("reviewer" in pending ? { reviewer: pending.reviewer ?? undefined } : {}),
+            };
             assert.equal(key, contentKey(expected), `lane ${tag}: a state nobody wrote`);
             assert.ok(r.snapshot.revision > highest, `lane ${tag}: the in-flight commit's revision is new`);
           }
@@ -210,6 +218,8 @@ describe("P12: real processes", () => {
     const total = outcomes.committed + outcomes.inFlight + outcomes.fault;
     assert.equal(total, LANES * KILLS_PER_LANE);
     assert.equal(outcomes.repaired, outcomes.fault);
-    t.diagnostic(`after ${total} kills: ${outcomes.committed} at the last committed state, ${outcomes.inFlight} at the in-flight commit, ${outcomes.fault} faults (all repaired)`);
+    t.diagnostic(
+      `after ${total} kills: ${outcomes.committed} at the last committed state, ${outcomes.inFlight} at the in-flight commit, ${outcomes.fault} faults (all repaired)`,
+    );
   });
 });

@@ -57,7 +57,10 @@ describe("P12: an older copy of the state folder put back is a fault", () => {
 
     const r = await a.fresh().read();
     assert.equal(faultCode(r), "rolled-back", JSON.stringify(r));
-    assert.match(r.kind === "fault" ? r.fault.detail : "", /stored revision 2 is below revision 4, which auto-mode\.anchor records: an older copy of the state folder was put back/);
+    assert.match(
+      r.kind === "fault" ? r.fault.detail : "",
+      /stored revision 2 is below revision 4, which auto-mode\.anchor records: an older copy of the state folder was put back/,
+    );
     assert.equal(readEnabled(r), true, "a fault never reads as off");
     assert.equal(a.fresh().check().kind, "fault", "the synchronous read agrees");
   });
@@ -152,7 +155,10 @@ describe("P12: what the anchor does not judge", () => {
     writeFileSync(a.anchor, serializeAnchor(1, serializeConfig({ revision: 1, enabled: true, reviewer: WEAKER })));
     const r = await a.fresh().read();
     assert.equal(faultCode(r), "anchor-mismatch");
-    assert.match(r.kind === "fault" ? r.fault.detail : "", /state\.json is revision 2 but auto-mode\.anchor records revision 1 \(a commit stopped before the anchor/);
+    assert.match(
+      r.kind === "fault" ? r.fault.detail : "",
+      /state\.json is revision 2 but auto-mode\.anchor records revision 1 \(a commit stopped before the anchor/,
+    );
     assert.deepEqual(r.kind === "fault" && r.fault.survivor, { enabled: false, reviewer: WEAKER, revision: 2 });
     const fixed = await a.fresh().repair();
     assert.deepEqual(fixed.kind === "committed" && fixed.snapshot, { enabled: false, reviewer: WEAKER, revision: 3 });
@@ -162,7 +168,15 @@ describe("P12: what the anchor does not judge", () => {
     const a = agent();
     await savedOffState(a);
     const good = readFileSync(a.anchor, "utf8");
-    for (const damaged of ["", "{", good.trim(), good.slice(0, -4) + '"}\n', serializeWatermark(2), '{"anchor":2}\n', good.replace('"anchor":2', '"anchor":-2')]) {
+    for (const damaged of [
+      "",
+      "{",
+      good.trim(),
+      good.slice(0, -4) + '"}\n',
+      serializeWatermark(2),
+      '{"anchor":2}\n',
+      good.replace('"anchor":2', '"anchor":-2'),
+    ]) {
       writeFileSync(a.anchor, damaged);
       const r = await a.fresh().read();
       assert.equal(faultCode(r), "malformed-watermark", JSON.stringify(damaged));

@@ -132,7 +132,14 @@ describe("P12: writes to auto mode's own state are denied statically", () => {
   test("the revision anchor beside the state dir: every tool, every spelling, and the copy-back itself", () => {
     const anchor = selfPaths(agentDir)[2]!;
     assert.equal(anchor, join(agentDir, "auto-mode.anchor"), "the path the store really writes");
-    for (const path of [anchor, "~/.pi/agent/auto-mode.anchor", `@${anchor}`, `file://${anchor}`, `${agentLink}/auto-mode.anchor`, `${agentDir}/sessions/../auto-mode.anchor`]) {
+    for (const path of [
+      anchor,
+      "~/.pi/agent/auto-mode.anchor",
+      `@${anchor}`,
+      `file://${anchor}`,
+      `${agentLink}/auto-mode.anchor`,
+      `${agentDir}/sessions/../auto-mode.anchor`,
+    ]) {
       assertDenied("write", { path, content: '{"watermark":0}\n' }, `write ${path}`);
       assertDenied("edit", { path, edits: [{ oldText: "9", newText: "1" }] }, `edit ${path}`);
     }

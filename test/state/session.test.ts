@@ -126,15 +126,32 @@ describe("P2: the requested mode across runtime lifecycles, through a real Agent
   });
 });
 
-function runChild(root: string, cwd: string, agentDir: string, commands: string[]): Promise<Array<{ command: string; notes: Array<{ text: string }>; status: string }>> {
+function runChild(
+  root: string,
+  cwd: string,
+  agentDir: string,
+  commands: string[],
+): Promise<Array<{ command: string; notes: Array<{ text: string }>; status: string }>> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CHILD, root, cwd, ...commands], { env: { ...process.env, PI_CODING_AGENT_DIR: agentDir }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [CHILD, root, cwd, ...commands], {
+      env: { ...process.env, PI_CODING_AGENT_DIR: agentDir },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let out = "";
     let err = "";
     child.stdout.on("data", (d: Buffer) => (out += d.toString()));
     child.stderr.on("data", (d: Buffer) => (err += d.toString()));
     child.on("error", reject);
-    child.on("close", (code) => (code === 0 ? resolve(out.trim().split("\n").map((l) => JSON.parse(l))) : reject(new Error(`child exited ${code}: ${err}`))));
+    child.on("close", (code) =>
+      code === 0
+        ? resolve(
+            out
+              .trim()
+              .split("\n")
+              .map((l) => JSON.parse(l)),
+          )
+        : reject(new Error(`child exited ${code}: ${err}`)),
+    );
   });
 }
 
@@ -218,7 +235,10 @@ describe("P12, P16: damaged global state, through a real AgentSession", () => {
     await h.session.prompt("/perm-enabled off");
     assert.match(lastNote(), /cannot be repaired safely.*Quit every running Pi, delete/s);
     assert.equal(ui.notes.at(-1)?.level, "error");
-    assert.deepEqual(readdirSync(stateDir).map((f) => [f, readFileSync(join(stateDir, f), "utf8")]), before);
+    assert.deepEqual(
+      readdirSync(stateDir).map((f) => [f, readFileSync(join(stateDir, f), "utf8")]),
+      before,
+    );
     h.faux.setResponses([call("deploy_service", { service: "api" }), done()]);
     await h.session.prompt("deploy");
     assert.equal(deploy.runs(), 1, "still gated: a refused 'off' did not turn anything off");
@@ -227,7 +247,7 @@ describe("P12, P16: damaged global state, through a real AgentSession", () => {
     // A repairable fault and /perm-enabled off: repaired and off in one explicit act.
     writeFileSync(join(stateDir, "revision.json"), serializeWatermark(8));
     writeFileSync(join(stateDir, "revision.recovery.json"), serializeWatermark(8));
-    writeFileSync(join(stateDir, "state.json"), "{\"schema\":1,");
+    writeFileSync(join(stateDir, "state.json"), '{"schema":1,');
     await h.session.prompt("/perm-enabled off");
     assert.match(lastNote(), /Repaired .*Auto mode is off/s);
     h.faux.setResponses([call("deploy_service", { service: "api" }), done()]);

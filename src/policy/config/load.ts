@@ -73,7 +73,7 @@ function readValidated<T>(path: string, schema: typeof UserConfigSchema | typeof
     return MISSING;
   }
   const key = fullStamp(st);
-  if (hit && hit.settled && sameStamp(hit.key, key)) return hit.result as FileRead<T>;
+  if (hit?.settled && sameStamp(hit.key, key)) return hit.result as FileRead<T>;
   let text: string | undefined;
   let readFailure = "";
   try {
@@ -103,7 +103,6 @@ function readValidated<T>(path: string, schema: typeof UserConfigSchema | typeof
   cache.set(path, { key, settled: settled(st, now), text, result });
   return result;
 }
-
 
 function expandHome(p: string, home: string): string {
   return p === "~" ? home : p.startsWith("~/") ? join(home, p.slice(2)) : p;
@@ -170,7 +169,8 @@ function layer(loc: ConfigLocation, userPath: string, projectPath: string, user:
   const globs = (list: readonly string[] | undefined) => (list ?? []).map((g) => resolve(loc.cwd, expandHome(g, loc.home)));
   const tmpRoot = u?.tmpRoot === undefined ? undefined : expandHome(u.tmpRoot, loc.home);
   // A relative root would depend on whatever directory the process happens to run in.
-  if (tmpRoot !== undefined && !isAbsolute(tmpRoot)) return { ok: false, path: userPath, message: `/tmpRoot: must be absolute or start with "~/" (got ${JSON.stringify(u?.tmpRoot)})` };
+  if (tmpRoot !== undefined && !isAbsolute(tmpRoot))
+    return { ok: false, path: userPath, message: `/tmpRoot: must be absolute or start with "~/" (got ${JSON.stringify(u?.tmpRoot)})` };
   return {
     ok: true,
     config: {

@@ -528,8 +528,7 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
   const nesting = substitutionNesting(src);
   if (nesting.depth > MAX_SUBSTITUTION_DEPTH)
     return fail(`command substitutions nested ${nesting.depth} deep, more than the ${MAX_SUBSTITUTION_DEPTH} the gate reads quickly`);
-  if (nesting.reads > MAX_SUBSTITUTION_READS)
-    return fail(`command substitutions nested around too much text to read quickly`);
+  if (nesting.reads > MAX_SUBSTITUTION_READS) return fail(`command substitutions nested around too much text to read quickly`);
   // `shift` and `set` renumber the parameters, in loops too: then none is known.
   const positional = opts.positional && !/\b(shift|set)\b/.test(src) ? opts.positional : [];
   const scope = new Scope(opts.home, opts.environment, positional);
@@ -559,7 +558,8 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
     if (r.type !== "HereDoc") {
       // `cat <<< 72<x`: bash reads `72<` as the next redirection, where a target must be (a syntax error).
       const after = r.target ? where.charCodeAt(r.target.end) : 0;
-      if ((after === 60 || after === 62) && /^\d+$/.test(r.target!.text)) error ??= `a number glued to a redirection at offset ${r.target!.pos}, where bash wants a target`;
+      if ((after === 60 || after === 62) && /^\d+$/.test(r.target!.text))
+        error ??= `a number glued to a redirection at offset ${r.target!.pos}, where bash wants a target`;
       return { fd, op: r.operator, target: r.target ? wordArg(r.target, scope) : null };
     }
     if (!r.closing) error ??= `unterminated here-document at offset ${r.pos}`;
@@ -584,7 +584,19 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
     // Two parallel stacks: the nodes still to visit, and the context each is visited in.
     const nodes: SyntaxNode[] = [root];
     const frames: Frame[] = [
-      { pipeline: -1, stage: 0, inSubstitution: false, inFunction: undefined, background: false, link: undefined, certain: true, endlessLoop: undefined, spawnedInLoop: false, text: src, inTest: false },
+      {
+        pipeline: -1,
+        stage: 0,
+        inSubstitution: false,
+        inFunction: undefined,
+        background: false,
+        link: undefined,
+        certain: true,
+        endlessLoop: undefined,
+        spawnedInLoop: false,
+        text: src,
+        inTest: false,
+      },
     ];
     suspectIn(src);
     // Children are pushed straight onto `nodes` and put in reverse order there: no array per node.
@@ -687,7 +699,7 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
           const seen = read.get(n);
           const arg = seen && seen.version === scope.version && seen.visible === scope.positionalVisible ? seen.arg : wordArg(n, scope);
           words.push(arg);
-          if (arg.value !== null && arg.value.includes("[") && SUBSCRIPT_CODE.test(arg.value))
+          if (arg.value?.includes("[") && SUBSCRIPT_CODE.test(arg.value))
             error = `a subscript with a command substitution in ${JSON.stringify(arg.value.slice(0, 40))}: bash runs it where the text is used as a name or in arithmetic`;
           break;
         }
@@ -695,7 +707,8 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
           expansions.push(n.text.slice(1));
           break;
         case "ParameterExpansion":
-          if (n.index && quotedCodeBelow(n.index)) error = `a quoted command substitution in the subscript of ${JSON.stringify(n.text.slice(0, 40))}: bash runs it`;
+          if (n.index && quotedCodeBelow(n.index))
+            error = `a quoted command substitution in the subscript of ${JSON.stringify(n.text.slice(0, 40))}: bash runs it`;
           expansions.push(n.parameter);
           if (n.operation?.type === "Default" && (n.operation.operator === "=" || n.operation.operator === ":=")) scope.forget(n.parameter);
           break;
@@ -718,7 +731,8 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
           if (n.type === "ArithmeticFor" && isEndless(n)) child = { ...frame, endlessLoop: nextLoop++, spawnedInLoop: false };
           break;
         case "Assignment":
-          if (n.index && quotedCodeBelow(n.index)) error = `a quoted command substitution in the subscript of ${JSON.stringify(n.text.slice(0, 40))}: bash runs it`;
+          if (n.index && quotedCodeBelow(n.index))
+            error = `a quoted command substitution in the subscript of ${JSON.stringify(n.text.slice(0, 40))}: bash runs it`;
           break;
         case "Redirected":
           for (const r of n.redirects) compoundRedirs.push(redir(r, frame.text));
@@ -771,7 +785,7 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
       } else if (n.type === "Pipeline" && n.commands.length > 1) {
         const id = nextPipeline++;
         const stageOf = new Map<SyntaxNode, number>();
-        n.commands.forEach((c, i) => stageOf.set(c, i));
+        for (const [i, c] of n.commands.entries()) stageOf.set(c, i);
         const outside: Frame = child.certain ? { ...child, certain: false } : child;
         for (let i = count - 1; i >= 0; i--) {
           const stage = stageOf.get(nodes[start + count - 1 - i]!);

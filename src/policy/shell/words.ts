@@ -100,7 +100,8 @@ function soleParameter(parts: readonly WordPart[]): number | undefined {
   const pieces = flatten(parts);
   if (pieces.length !== 1) return undefined;
   const p = pieces[0]!.part;
-  const name = p.type === "SimpleExpansion" ? p.text.slice(1) : p.type === "ParameterExpansion" && !p.prefix && !p.index && !p.operation ? p.parameter : undefined;
+  const name =
+    p.type === "SimpleExpansion" ? p.text.slice(1) : p.type === "ParameterExpansion" && !p.prefix && !p.index && !p.operation ? p.parameter : undefined;
   return name !== undefined && /^[0-9]$/.test(name) ? Number(name) : undefined;
 }
 
@@ -264,7 +265,13 @@ function expandLeadingTildes(value: string, home: string): string {
   const assignment = /^[A-Za-z_][A-Za-z0-9_]*=/.exec(value);
   if (!assignment) return expandTilde(value, home);
   const rest = value.slice(assignment[0].length);
-  return assignment[0] + rest.split(":").map((part) => expandTilde(part, home)).join(":");
+  return (
+    assignment[0] +
+    rest
+      .split(":")
+      .map((part) => expandTilde(part, home))
+      .join(":")
+  );
 }
 
 export function wordArg(w: Word | ArrayValue | undefined, scope: Scope): Arg {
@@ -326,7 +333,7 @@ function isIfsSplit(p: WordPart): boolean {
 /** A word that stays one word (no `$IFS` split, no brace expansion): commandWords is then [wordArg]. */
 export function isSingleWord(w: Word): boolean {
   const parts = w.parts;
-  return !parts || !parts.some((p) => isIfsSplit(p) || p.type === "BraceExpansion");
+  return !parts?.some((p) => isIfsSplit(p) || p.type === "BraceExpansion");
 }
 
 /**
@@ -367,7 +374,9 @@ function expandBraces(parts: readonly WordPart[]): WordPart[][] | null {
       words = words.map((w) => [...w, p]);
       continue;
     }
-    const alts = p.parts ? bracePartAlternatives(p.parts) : braceAlternatives(p.text)?.map((a): WordPart[] => [{ type: "Literal", pos: p.pos, end: p.end, value: a, text: a }]);
+    const alts = p.parts
+      ? bracePartAlternatives(p.parts)
+      : braceAlternatives(p.text)?.map((a): WordPart[] => [{ type: "Literal", pos: p.pos, end: p.end, value: a, text: a }]);
     if (!alts || alts.length * words.length > MAX_BRACE_WORDS) return null;
     words = words.flatMap((w) => alts.map((a) => [...w, ...a]));
   }

@@ -82,7 +82,7 @@ export async function applyEffects(req: ApplyRequest): Promise<ApplyResult> {
   throw new Error(locked.kind === "busy" ? "another Pi process kept this workspace's apply lock too long" : locked.message);
 }
 
-const within = (parent: string, p: string) => p.startsWith(parent + "/");
+const _within = (parent: string, p: string) => p.startsWith(parent + "/");
 
 /** Ops grouped by target: a remove and a put of one path stand or fall together. */
 function preflight(ops: readonly ApplyOp[]): { ok: ApplyOp[]; conflicts: Conflict[] } {
@@ -196,7 +196,18 @@ function applyLocked(req: ApplyRequest, beat: () => void): ApplyResult {
       sourceId: op.kind === "put" ? identityAt(op.source) : null,
       pre: kept && op.keep && op.before !== null ? `pre/${i}` : null,
     }));
-  const journal: Journal = { version: 1, id, workspace: req.workspace, command: req.command, at, undoEntry, kept, preBytes: kept ? preBytes : 0, lostBytes: req.lostBytes ?? 0, ops: jops };
+  const journal: Journal = {
+    version: 1,
+    id,
+    workspace: req.workspace,
+    command: req.command,
+    at,
+    undoEntry,
+    kept,
+    preBytes: kept ? preBytes : 0,
+    lostBytes: req.lostBytes ?? 0,
+    ops: jops,
+  };
   const journalPath = join(req.store.journalDir, `${id}.json`);
   writeDurable(journalPath, JSON.stringify(journal));
   // After the journal: a crash before it leaves no entry behind; the roll-forward makes it again.
@@ -208,7 +219,7 @@ function applyLocked(req: ApplyRequest, beat: () => void): ApplyResult {
     req.afterOp?.(i);
     return r;
   });
-  finishJournal(journal, req.store, req.bounds, undefined, renamed);
+  finishJournal(journal, req.bounds, undefined, renamed);
   rmSync(journalPath, { force: true });
   return { applied: ok.length, conflicts, undoId: id, kept, ...extra };
 }
@@ -321,7 +332,7 @@ function finishAside(aside: string, keepAt: string | undefined): void {
  * compares: inode, size, mtime, type; the rename moved only the change time). Saves an lstat per
  * file, and an edit made outside right after the rename is then seen by undo, not recorded as ours.
  */
-function finishJournal(journal: Journal, store: EffectStore, bounds: UndoBounds, done: readonly boolean[] | undefined, renamed?: readonly boolean[]): void {
+function finishJournal(journal: Journal, bounds: UndoBounds, done: readonly boolean[] | undefined, renamed?: readonly boolean[]): void {
   const entries: UndoEntryOp[] = [];
   const trees: { file: string; text: string }[] = [];
   journal.ops.forEach((j, i) => {
@@ -349,7 +360,16 @@ function finishJournal(journal: Journal, store: EffectStore, bounds: UndoBounds,
   fsyncDir(join(journal.undoEntry, "pre"));
   finishUndoEntry(
     journal.undoEntry,
-    { version: 1, id: journal.id, workspace: journal.workspace, command: journal.command, at: journal.at, kept: journal.kept, lostBytes: journal.lostBytes ?? 0, ops: entries },
+    {
+      version: 1,
+      id: journal.id,
+      workspace: journal.workspace,
+      command: journal.command,
+      at: journal.at,
+      kept: journal.kept,
+      lostBytes: journal.lostBytes ?? 0,
+      ops: entries,
+    },
     journal.preBytes,
   );
   pruneUndo(dirname(journal.undoEntry), bounds);
@@ -382,9 +402,9 @@ function journalNames(store: EffectStore): string[] {
 }
 
 /** Roll one journal forward, record its undo entry, drop it. Under the workspace's lock. */
-function recoverOne(path: string, journal: Journal, store: EffectStore, bounds: UndoBounds, beat: () => void): Recovery {
+function recoverOne(path: string, journal: Journal, bounds: UndoBounds, beat: () => void): Recovery {
   const out = rollForward(journal, beat);
-  finishJournal(journal, store, bounds, out.done);
+  finishJournal(journal, bounds, out.done);
   rmSync(path, { force: true });
   return { journal: path, workspace: journal.workspace, command: journal.command, completed: out.completed, alreadyDone: out.alreadyDone, lost: out.lost };
 }
@@ -402,7 +422,7 @@ function recoverWorkspace(store: EffectStore, workspace: string, bounds: UndoBou
     }
     if (journal.workspace !== workspace) continue;
     try {
-      out.push(recoverOne(path, journal, store, bounds, beat));
+      out.push(recoverOne(path, journal, bounds, beat));
     } catch {
       // left for the start-up repair, which reports it; this command ran on the state as it is
     }
@@ -440,7 +460,7 @@ export async function recoverJournals(store: EffectStore, bounds: UndoBounds): P
         }
         if (jr.workspace !== journal.workspace) continue;
         try {
-          out.push(recoverOne(p, jr, store, bounds, beat));
+          out.push(recoverOne(p, jr, bounds, beat));
         } catch (e) {
           errors.push(`${p}: ${(e as Error).message}`);
         }
@@ -511,7 +531,10 @@ function rollForward(journal: Journal, beat: () => void): { completed: number; a
       (keepAt !== undefined && op.before !== null && now !== null && sameInode(now, op.before) && identityAt(keepAt)?.ino === now.ino);
     if (exists(ready)) {
       // A copy across file systems, whole, not yet renamed into place.
-      if (!unchanged) return lose();
+      if (!unchanged) {
+        lose();
+        return;
+      }
       rmSync(op.source, { recursive: true, force: true });
       renameSync(ready, op.target);
       completed++;
@@ -521,12 +544,18 @@ function rollForward(journal: Journal, beat: () => void): { completed: number; a
     const sourceNow = identityAt(op.source);
     if (sourceNow === null) {
       // The staged source goes only once its copy is whole: gone and no copy left means it landed.
-      if (unchanged) return lose();
+      if (unchanged) {
+        lose();
+        return;
+      }
       alreadyDone++;
       done[i] = true;
       return;
     }
-    if (!sameInode(sourceNow, j.sourceId) || !unchanged) return lose();
+    if (!sameInode(sourceNow, j.sourceId) || !unchanged) {
+      lose();
+      return;
+    }
     doOp(journal, i, made);
     completed++;
     done[i] = true;

@@ -177,7 +177,8 @@ function collectRoot(r: FactsPlanRoot, viewPrefix: string, max: number): RootFac
             push({ op: "write", rel: childRel, type: "dir", before: "dir", beforeId: identityOf(low!), size: 0, mode: up.mode & 0o7777, newTree: true });
             const found = repositoriesIn(join(upperDir, n), childRel);
             if (!found.complete) truncated = true;
-            for (const g of found.repos) push({ op: "write", rel: g, type: g.endsWith("/HEAD") ? "file" : "dir", before: null, beforeId: null, size: 0, mode: 0o644 });
+            for (const g of found.repos)
+              push({ op: "write", rel: g, type: g.endsWith("/HEAD") ? "file" : "dir", before: null, beforeId: null, size: 0, mode: 0o644 });
             continue;
           }
           stack.push({ rel: childRel, both: true });
@@ -186,12 +187,22 @@ function collectRoot(r: FactsPlanRoot, viewPrefix: string, max: number): RootFac
         // A new directory: everything below it is new too. A regenerable one (node_modules, dist)
         // is taken whole and not listed, but for what could run code: a repository inside it.
         const regenerable = isRegenerableName(n);
-        push({ op: "write", rel: childRel, type: "dir", before: lowType, beforeId: low ? identityOf(low) : null, size: 0, mode: up.mode & 0o7777, newTree: true });
+        push({
+          op: "write",
+          rel: childRel,
+          type: "dir",
+          before: lowType,
+          beforeId: low ? identityOf(low) : null,
+          size: 0,
+          mode: up.mode & 0o7777,
+          newTree: true,
+        });
         if (!regenerable) stack.push({ rel: childRel, both: false });
         else {
           const found = repositoriesIn(join(upperDir, n), childRel);
           if (!found.complete) truncated = true;
-          for (const g of found.repos) push({ op: "write", rel: g, type: g.endsWith("/HEAD") ? "file" : "dir", before: null, beforeId: null, size: 0, mode: 0o644 });
+          for (const g of found.repos)
+            push({ op: "write", rel: g, type: g.endsWith("/HEAD") ? "file" : "dir", before: null, beforeId: null, size: 0, mode: 0o644 });
         }
         continue;
       }
@@ -221,7 +232,10 @@ function collectRoot(r: FactsPlanRoot, viewPrefix: string, max: number): RootFac
     }
   }
   for (const g of r.gitDirs ?? []) if (g === r.root || g.startsWith(r.root + "/")) gitDirs.add(g === r.root ? "" : g.slice(r.root.length + 1));
-  const gitAfter: GitAfter[] = [...gitDirs].map((rel) => ({ gitDir: rel === "" ? r.root : join(r.root, rel), refs: readRefs(rel === "" ? merged : join(merged, rel)) }));
+  const gitAfter: GitAfter[] = [...gitDirs].map((rel) => ({
+    gitDir: rel === "" ? r.root : join(r.root, rel),
+    refs: readRefs(rel === "" ? merged : join(merged, rel)),
+  }));
   return { root: r.root, upper: r.upper, changes, truncated, gitAfter, badNames };
 }
 

@@ -100,7 +100,12 @@ function expandHome(p: string, home: string): string {
  * include paths against the including file.
  */
 export function gitConfigPaths(opts: { readonly gitDir: string; readonly commonDir: string; readonly workspace: string; readonly home: string }): string[] {
-  const files: string[] = [join(opts.home, ".gitconfig"), join(opts.home, ".config", "git", "config"), join(opts.commonDir, "config"), join(opts.gitDir, "config.worktree")];
+  const files: string[] = [
+    join(opts.home, ".gitconfig"),
+    join(opts.home, ".config", "git", "config"),
+    join(opts.commonDir, "config"),
+    join(opts.gitDir, "config.worktree"),
+  ];
   const found = new Set<string>();
   const seen = new Set<string>();
   const inWorkspace = (p: string) => isWithin(opts.workspace, p);
@@ -127,7 +132,10 @@ export function gitConfigPaths(opts: { readonly gitDir: string; readonly commonD
         continue;
       }
       // A command line: every word that could name a file in the workspace.
-      const words = e.value.replace(/^!/, "").split(/[\s;&|()<>'"`=]+/).filter((w) => w.length > 0);
+      const words = e.value
+        .replace(/^!/, "")
+        .split(/[\s;&|()<>'"`=]+/)
+        .filter((w) => w.length > 0);
       for (const w of words) {
         if (!w.includes("/") && !w.startsWith(".")) continue;
         const p = expandHome(w, opts.home);

@@ -82,7 +82,8 @@ export function judgeGitDir(input: GitJudgeInput): GitJudgement {
   const conflicts: Conflict[] = [];
   const skipped: { path: string; why: string }[] = [];
   const known = objectFormat(repo.commonDir);
-  if (known === undefined) held.push({ kind: "git-file", path: join(repo.commonDir, "config"), detail: "the repository's object format is not one auto mode can read" });
+  if (known === undefined)
+    held.push({ kind: "git-file", path: join(repo.commonDir, "config"), detail: "the repository's object format is not one auto mode can read" });
   const format = known ?? "sha1";
   const store = openObjectStore([...input.upperObjects, join(repo.commonDir, "objects")], format);
 
@@ -104,7 +105,11 @@ export function judgeGitDir(input: GitJudgeInput): GitJudgement {
     if (change.beforeId !== null && changedSince(change.beforeId, input.startCtimeNs) && cls !== "object")
       conflicts.push({ path: abs, detail: "git changed it outside the sandbox while the command ran" });
     if (cls === "protected") {
-      held.push({ kind: "git-file", path: abs, detail: "it configures git or runs code (config, hooks, attributes, alternates) or is not a file git writes in ordinary work" });
+      held.push({
+        kind: "git-file",
+        path: abs,
+        detail: "it configures git or runs code (config, hooks, attributes, alternates) or is not a file git writes in ordinary work",
+      });
       continue;
     }
     if (cls === "object") {
@@ -117,7 +122,13 @@ export function judgeGitDir(input: GitJudgeInput): GitJudgement {
       held.push({ kind: "git-file", path: abs, detail: "it rewrites a reflog (expire or delete): the record of where refs were" });
     if (cls === "log" && change.op === "delete") removedLogs.push({ abs, rel });
     // An unfinished rebase or cherry-pick whose todo list runs a command: git would run it on the host.
-    if (cls === "state" && change.op === "write" && change.type === "file" && /(^|\/)(git-rebase-todo|todo|done)$/.test(rel) && TODO_EXEC.test(readSmall(join(root.upper, change.rel))))
+    if (
+      cls === "state" &&
+      change.op === "write" &&
+      change.type === "file" &&
+      /(^|\/)(git-rebase-todo|todo|done)$/.test(rel) &&
+      TODO_EXEC.test(readSmall(join(root.upper, change.rel)))
+    )
       held.push({ kind: "git-file", path: abs, detail: "it leaves a rebase or sequencer todo list that runs a command (exec) when git continues it" });
   }
 
@@ -125,19 +136,21 @@ export function judgeGitDir(input: GitJudgeInput): GitJudgement {
   const before = readRefs(repo.commonDir);
   const afterCommon = refsAfter(input.after, repo.commonDir);
   const beforeHead = repo.gitDir === repo.commonDir ? before?.head : readRefs(repo.gitDir)?.head;
-  const afterHead = repo.gitDir === repo.commonDir ? afterCommon?.head : refsAfter(input.after, repo.gitDir)?.head ?? beforeHead;
+  const afterHead = repo.gitDir === repo.commonDir ? afterCommon?.head : (refsAfter(input.after, repo.gitDir)?.head ?? beforeHead);
   const touchedRefs = input.changes.some(({ root, change }) => {
     const rel = gitRelative(repo, join(root.root, change.rel));
     return rel !== undefined && (policy.classifyGitPath(rel) === "ref" || policy.classifyGitPath(rel) === "log");
   });
-  if (touchedRefs && (!before || !afterCommon)) held.push({ kind: "git-file", path: repo.commonDir, detail: "its refs could not be read before or after the command" });
+  if (touchedRefs && (!before || !afterCommon))
+    held.push({ kind: "git-file", path: repo.commonDir, detail: "its refs could not be read before or after the command" });
   else if (before && afterCommon) judgeRefs({ before, after: afterCommon, store, input, held });
 
   // A reflog is how git gives back where a ref was: removing one is fine only with its ref gone too
   // (a deletion the ref judgement accepted). HEAD's own, or one of a ref that remains, is held.
   for (const l of removedLogs) {
     const ref = l.rel === "logs" ? undefined : l.rel.slice("logs/".length);
-    if (ref !== undefined && ref !== "HEAD" && ref.startsWith("refs/") && afterCommon && !afterCommon.refs.has(ref) && !/\/$/.test(ref) && isFileRefLog(l)) continue;
+    if (ref !== undefined && ref !== "HEAD" && ref.startsWith("refs/") && afterCommon && !afterCommon.refs.has(ref) && !/\/$/.test(ref) && isFileRefLog(l))
+      continue;
     held.push({ kind: "git-file", path: l.abs, detail: "it removes a reflog, the record git gives lost commits back from" });
   }
   // Loose objects gc or repack removed are fine where a pack this command wrote holds them now.
@@ -186,7 +199,8 @@ export function judgeGitDir(input: GitJudgeInput): GitJudgement {
   }
   // Trees whose content counts as kept: HEAD before and after, and what this command committed or stashed.
   const trees = new Set<string>();
-  const headOid = (h: RefSnapshot["head"], refs: RefSnapshot | undefined) => (h?.kind === "detached" ? h.oid : h?.kind === "symbolic" ? refs?.refs.get(h.target) : undefined);
+  const headOid = (h: RefSnapshot["head"], refs: RefSnapshot | undefined) =>
+    h?.kind === "detached" ? h.oid : h?.kind === "symbolic" ? refs?.refs.get(h.target) : undefined;
   for (const c of [headOid(beforeHead, before), headOid(afterHead, afterCommon)]) addTree(store, c, trees);
   if (before && afterCommon) {
     for (const [name, oid] of afterCommon.refs) {
@@ -341,7 +355,14 @@ function judgeRefs(j: RefJudge): void {
       continue;
     }
     if (name.startsWith("refs/tags/")) {
-      held.push({ kind: "git-ref", ref: name, change: to === null ? "deleted" : "moved", from, to, detail: to === null ? "the tag was deleted" : "the tag was moved to another commit" });
+      held.push({
+        kind: "git-ref",
+        ref: name,
+        change: to === null ? "deleted" : "moved",
+        from,
+        to,
+        detail: to === null ? "the tag was deleted" : "the tag was moved to another commit",
+      });
       continue;
     }
     if (to !== null && isAncestor(store, from, to, WALK_LIMIT) === true) continue; // fast-forward
@@ -419,7 +440,14 @@ function judgeNewCommits(j: RefJudge): void {
       const changed = commit ? diffPaths(store, parent, commit.tree, "") : undefined;
       const bad = changed?.find((p) => protectedComponent(p) !== undefined);
       if (changed === undefined || bad !== undefined) {
-        held.push({ kind: "git-ref", ref: name, change: "moved", from: before.refs.get(name) ?? null, to, detail: bad ? `commit ${short(c)} changes ${bad}, a protected path` : `commit ${short(c)} could not be read` });
+        held.push({
+          kind: "git-ref",
+          ref: name,
+          change: "moved",
+          from: before.refs.get(name) ?? null,
+          to,
+          detail: bad ? `commit ${short(c)} changes ${bad}, a protected path` : `commit ${short(c)} could not be read`,
+        });
         break;
       }
     }
@@ -442,7 +470,14 @@ function judgeStash(j: RefJudge, from: string, to: string | null): void {
   const gone = [...new Set([from, ...beforeEntries])].filter((o) => o !== to && !afterEntries.includes(o) && /^[0-9a-f]{40,64}$/.test(o) && !/^0+$/.test(o));
   for (const w of gone) {
     if (stashApplied(j, w)) continue;
-    j.held.push({ kind: "git-ref", ref: "refs/stash", change: "deleted", from: w, to, detail: `stash entry ${short(w)} was dropped and its changes are not in the work tree` });
+    j.held.push({
+      kind: "git-ref",
+      ref: "refs/stash",
+      change: "deleted",
+      from: w,
+      to,
+      detail: `stash entry ${short(w)} was dropped and its changes are not in the work tree`,
+    });
   }
 }
 

@@ -40,7 +40,14 @@ export type ApplyOp =
 export type HeldItem =
   | { readonly kind: "protected-name"; readonly path: string; readonly entry: string }
   | { readonly kind: "lost-content"; readonly files: readonly LostFile[]; readonly bytes: number; readonly earlier?: number }
-  | { readonly kind: "git-ref"; readonly ref: string; readonly change: "deleted" | "rewritten" | "moved" | "replace-ref"; readonly from: string | null; readonly to: string | null; readonly detail: string }
+  | {
+      readonly kind: "git-ref";
+      readonly ref: string;
+      readonly change: "deleted" | "rewritten" | "moved" | "replace-ref";
+      readonly from: string | null;
+      readonly to: string | null;
+      readonly detail: string;
+    }
   | { readonly kind: "git-file"; readonly path: string; readonly detail: string }
   | { readonly kind: "persistence"; readonly path: string }
   | { readonly kind: "too-many-changes"; readonly count: number }
@@ -121,7 +128,8 @@ export function judgeEffects(input: JudgeInput): EffectJudgement {
   const { facts, run } = input;
   if (!facts.ok) return { verdict: "discard", reason: facts.reason, counts: ZERO };
   for (const rf of facts.roots) {
-    if (!run.roots.some((r) => r.root === rf.root)) return { verdict: "discard", reason: `the staged changes name a root that was not staged (${rf.root})`, counts: ZERO };
+    if (!run.roots.some((r) => r.root === rf.root))
+      return { verdict: "discard", reason: `the staged changes name a root that was not staged (${rf.root})`, counts: ZERO };
   }
   const ops: ApplyOp[] = [];
   const held: HeldItem[] = [];
@@ -173,13 +181,26 @@ export function judgeEffects(input: JudgeInput): EffectJudgement {
     if (changes.length === 0 && !(isMain && workChanges.some((w) => w.change.op === "delete" || w.change.before !== null))) continue;
     // A repository the command made: its config and hooks would run code wherever git runs there.
     if (!isMain && !lstatSync(join(repo.gitDir, "HEAD"), { throwIfNoEntry: false })?.isFile()) {
-      held.push({ kind: "git-file", path: repo.gitDir, detail: "the command creates a git repository here; its config and hooks would run code whenever git is used in it" });
+      held.push({
+        kind: "git-file",
+        path: repo.gitDir,
+        detail: "the command creates a git repository here; its config and hooks would run code whenever git is used in it",
+      });
       for (const { root, change } of changes) plainOp(root, change, join(root.root, change.rel), ops);
       continue;
     }
     const commonRoot = facts.roots.find((rf) => isWithin(rf.root, repo.commonDir));
     const upperObjects = commonRoot ? [join(commonRoot.upper, relative(commonRoot.root, join(repo.commonDir, "objects")))] : [];
-    const g = judgeGitDir({ policy: input.policy, repo, changes, after, afterPath, upperObjects, startCtimeNs: input.startCtimeNs, newContent: newContentOf(workChanges) });
+    const g = judgeGitDir({
+      policy: input.policy,
+      repo,
+      changes,
+      after,
+      afterPath,
+      upperObjects,
+      startCtimeNs: input.startCtimeNs,
+      newContent: newContentOf(workChanges),
+    });
     judged.push(g);
     held.push(...g.held);
     conflicts.push(...g.conflicts);
@@ -330,7 +351,8 @@ function protectedGuard(input: JudgeInput, root: StagedRoot, rel: string, abs: s
     // a `.git` there still makes git run its config wherever git is used in that folder.
     if (entry && (!regenerablePath(rel, rec) || entry.split("/").at(-1) === ".git")) return { kind: "protected-name", path: abs, entry };
   }
-  for (const g of input.protectedGlobs) if (minimatch(abs, g, { dot: true }) || minimatch(abs, `${g}/**`, { dot: true })) return { kind: "protected-name", path: abs, entry: g };
+  for (const g of input.protectedGlobs)
+    if (minimatch(abs, g, { dot: true }) || minimatch(abs, `${g}/**`, { dot: true })) return { kind: "protected-name", path: abs, entry: g };
   const p = input.places;
   if ([...p.persistence, ...p.identitySecrets].some((s) => isWithin(s, abs))) return { kind: "persistence", path: abs };
   return undefined;
@@ -416,7 +438,8 @@ function judgeChange(input: JudgeInput, rf: RootFacts, c: Change, abs: string, r
   }
   // Children of a new tree arrive with it.
   if (isInsideNewTree(rf, c.rel)) {
-    if ((c.mode & 0o6000) !== 0 && c.type === "file") sink.ops.push({ kind: "put", target: abs, source, type: c.type, before: null, keep: false, stripSetid: true });
+    if ((c.mode & 0o6000) !== 0 && c.type === "file")
+      sink.ops.push({ kind: "put", target: abs, source, type: c.type, before: null, keep: false, stripSetid: true });
     return;
   }
   sink.ops.push({
@@ -482,7 +505,14 @@ function lossOfRemoval(input: JudgeInput, rec: Recoverable, _rel: string, abs: s
 }
 
 /** What removing a lower directory loses, and whether anything in it is protected or changed meanwhile. */
-function inspectRemovedTree(input: JudgeInput, rf: RootFacts, rel: string, abs: string, rec: Recoverable, configured: readonly string[]): { lost: LostFile[]; held: HeldItem[]; conflict?: string } {
+function inspectRemovedTree(
+  input: JudgeInput,
+  rf: RootFacts,
+  rel: string,
+  abs: string,
+  rec: Recoverable,
+  configured: readonly string[],
+): { lost: LostFile[]; held: HeldItem[]; conflict?: string } {
   const lost: LostFile[] = [];
   const held: HeldItem[] = [];
   const root = input.run.roots.find((r) => r.root === rf.root)!;
@@ -522,4 +552,3 @@ function inspectRemovedTree(input: JudgeInput, rf: RootFacts, rel: string, abs: 
   }
   return { lost, held };
 }
-

@@ -48,13 +48,20 @@ export function heldSummary(j: Extract<EffectJudgement, { verdict: "apply" | "ho
   const rel = relIn(workspace);
   const lines = j.held.map((h) => `- ${heldItemText(h, rel)}`);
   const c = j.counts;
-  lines.push(`(in all the command created ${c.created}, changed ${c.modified} and removed ${c.deleted} entries${c.gitChanged ? `, and ${c.gitChanged} in git's folder` : ""})`);
+  lines.push(
+    `(in all the command created ${c.created}, changed ${c.modified} and removed ${c.deleted} entries${c.gitChanged ? `, and ${c.gitChanged} in git's folder` : ""})`,
+  );
   return lines.join("\n");
 }
 
 function countsText(j: Extract<EffectJudgement, { verdict: "apply" | "hold" }>): string {
   const c = j.counts;
-  const parts = [c.created && `${c.created} created`, c.modified && `${c.modified} changed`, c.deleted && `${c.deleted} removed`, c.gitChanged && `${c.gitChanged} in .git`].filter(Boolean);
+  const parts = [
+    c.created && `${c.created} created`,
+    c.modified && `${c.modified} changed`,
+    c.deleted && `${c.deleted} removed`,
+    c.gitChanged && `${c.gitChanged} in .git`,
+  ].filter(Boolean);
   return parts.length > 0 ? parts.join(", ") : "no files";
 }
 
@@ -66,10 +73,17 @@ export function reportText(r: EffectReport, workspace: string): string {
     if (r.outcome === "nothing") return "";
     if (r.outcome === "applied") {
       const j = r.judgement;
-      out.push(`[auto mode] The command ran on a staged copy of the workspace; its changes were applied (${countsText(j)}).${r.reviewed !== undefined ? ` They were held first, and the reviewer allowed them: ${r.reviewed}` : ""}`);
-      if (j.smallLoss.length > 0) out.push(`[auto mode] It removed or overwrote content git cannot give back: ${list(j.smallLoss, (f) => lostText(f, rel))}; the user can restore it with /perm-undo.`);
+      out.push(
+        `[auto mode] The command ran on a staged copy of the workspace; its changes were applied (${countsText(j)}).${r.reviewed !== undefined ? ` They were held first, and the reviewer allowed them: ${r.reviewed}` : ""}`,
+      );
+      if (j.smallLoss.length > 0)
+        out.push(
+          `[auto mode] It removed or overwrote content git cannot give back: ${list(j.smallLoss, (f) => lostText(f, rel))}; the user can restore it with /perm-undo.`,
+        );
       if (r.result.conflicts.length > 0 || j.conflicts.length > 0)
-        out.push(`[auto mode] Not applied, because they also changed outside the sandbox: ${list([...j.conflicts, ...r.result.conflicts], (c) => `${rel(c.path)} (${c.detail})`)}.`);
+        out.push(
+          `[auto mode] Not applied, because they also changed outside the sandbox: ${list([...j.conflicts, ...r.result.conflicts], (c) => `${rel(c.path)} (${c.detail})`)}.`,
+        );
       if (j.skipped.length > 0) out.push(`[auto mode] Not applied: ${list(j.skipped, (s) => `${rel(s.path)} (${s.why})`)}.`);
       return out.join("\n");
     }

@@ -12,7 +12,9 @@ import type { EffectStore } from "./store.ts";
 import type { UndoBounds } from "./undo.ts";
 
 /** The reviewer's answer on held effects. Anything but an explicit allow discards them. */
-export type HeldVerdict = { readonly allow: true; readonly rationale: string } | { readonly allow: false; readonly rationale: string; readonly noReviewer?: boolean };
+export type HeldVerdict =
+  | { readonly allow: true; readonly rationale: string }
+  | { readonly allow: false; readonly rationale: string; readonly noReviewer?: boolean };
 
 export interface HeldReviewer {
   review(held: { readonly command: string; readonly summary: string }, signal?: AbortSignal): Promise<HeldVerdict>;
@@ -33,8 +35,20 @@ export interface SettleRequest {
 
 export type EffectReport =
   | { readonly outcome: "nothing" }
-  | { readonly outcome: "applied"; readonly judgement: Extract<EffectJudgement, { verdict: "apply" | "hold" }>; readonly result: ApplyResult; readonly reviewed?: string }
-  | { readonly outcome: "discarded"; readonly why: "held" | "unreadable" | "forbidden" | "stopped" | "failed"; readonly detail: string; readonly judgement?: EffectJudgement; readonly rationale?: string; readonly noReviewer?: boolean };
+  | {
+      readonly outcome: "applied";
+      readonly judgement: Extract<EffectJudgement, { verdict: "apply" | "hold" }>;
+      readonly result: ApplyResult;
+      readonly reviewed?: string;
+    }
+  | {
+      readonly outcome: "discarded";
+      readonly why: "held" | "unreadable" | "forbidden" | "stopped" | "failed";
+      readonly detail: string;
+      readonly judgement?: EffectJudgement;
+      readonly rationale?: string;
+      readonly noReviewer?: boolean;
+    };
 
 /** A command that left every staged root as it found it: nothing to judge or apply. */
 function untouched(facts: StagedFacts): boolean {
@@ -74,7 +88,8 @@ export async function settleEffects(req: SettleRequest): Promise<EffectReport> {
     return { outcome: "discarded", why: "failed", detail: `the effects could not be judged: ${(e as Error).message}` };
   }
   if (judgement.verdict === "discard") return { outcome: "discarded", why: req.facts.ok ? "forbidden" : "unreadable", detail: judgement.reason, judgement };
-  if (judgement.ops.length === 0 && judgement.held.length === 0 && judgement.conflicts.length === 0 && judgement.skipped.length === 0) return { outcome: "nothing" };
+  if (judgement.ops.length === 0 && judgement.held.length === 0 && judgement.conflicts.length === 0 && judgement.skipped.length === 0)
+    return { outcome: "nothing" };
   let reviewed: string | undefined;
   if (judgement.verdict === "hold") {
     const summary = heldSummary(judgement, req.places.workspace);
@@ -85,14 +100,34 @@ export async function settleEffects(req: SettleRequest): Promise<EffectReport> {
     } catch (e) {
       verdict = { allow: false, rationale: `the review failed (${(e as Error).message})` };
     }
-    if (!verdict.allow) return { outcome: "discarded", why: "held", detail: summary, judgement, rationale: verdict.rationale, ...(verdict.noReviewer ? { noReviewer: true } : {}) };
+    if (!verdict.allow)
+      return {
+        outcome: "discarded",
+        why: "held",
+        detail: summary,
+        judgement,
+        rationale: verdict.rationale,
+        ...(verdict.noReviewer ? { noReviewer: true } : {}),
+      };
     reviewed = verdict.rationale;
   }
   try {
     const lostBytes = judgement.smallLoss.reduce((n, l) => n + l.bytes, 0);
-    const result = await applyEffects({ store: req.store, workspace: req.places.workspace, command: req.command, ops: judgement.ops, bounds: req.bounds, lostBytes });
+    const result = await applyEffects({
+      store: req.store,
+      workspace: req.places.workspace,
+      command: req.command,
+      ops: judgement.ops,
+      bounds: req.bounds,
+      lostBytes,
+    });
     return { outcome: "applied", judgement, result, ...(reviewed !== undefined ? { reviewed } : {}) };
   } catch (e) {
-    return { outcome: "discarded", why: "failed", detail: `applying the effects failed: ${(e as Error).message}; the next start repairs what was begun`, judgement };
+    return {
+      outcome: "discarded",
+      why: "failed",
+      detail: `applying the effects failed: ${(e as Error).message}; the next start repairs what was begun`,
+      judgement,
+    };
   }
 }

@@ -8,7 +8,23 @@
 // signal handler can interrupt), and a symlink must never be followed out of the folder.
 
 import { createHash } from "node:crypto";
-import { closeSync, constants, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, readSync, renameSync, rmdirSync, rmSync, utimesSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  fsyncSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readlinkSync,
+  readSync,
+  renameSync,
+  rmdirSync,
+  rmSync,
+  utimesSync,
+  writeSync,
+} from "node:fs";
 import { hostname } from "node:os";
 import lockfile from "proper-lockfile";
 import { DIR_FLAGS, notRegular, READ_FLAGS } from "../../state/durable-fs.ts";

@@ -285,7 +285,9 @@ function opState(e: UndoListing, k: number, resuming: boolean): OpState {
   if (resuming && pre === undefined) {
     // Created: removed already, or the path's earlier removal was undone after it (reverse order).
     if (now === null) return "done";
-    const restored = e.manifest.ops.some((o, m) => m < k && o.kind === "remove" && o.target === op.target && typeof o.pre === "string" && o.pre !== "regenerable" && !exists(join(e.dir, o.pre)));
+    const restored = e.manifest.ops.some(
+      (o, m) => m < k && o.kind === "remove" && o.target === op.target && typeof o.pre === "string" && o.pre !== "regenerable" && !exists(join(e.dir, o.pre)),
+    );
     if (restored) return "done";
   }
   return { changed: [op.target] };
@@ -307,7 +309,8 @@ function undoProblem(e: UndoListing): string | undefined {
     const s = opState(e, k, resuming);
     if (typeof s === "object") changed.push(...s.changed.filter((c) => !changed.includes(c)));
   }
-  if (changed.length > 0) return `${changed.length} file(s) changed since \`${m.command}\` ran: ${changed.slice(0, 5).join(", ")}${changed.length > 5 ? ", ..." : ""}`;
+  if (changed.length > 0)
+    return `${changed.length} file(s) changed since \`${m.command}\` ran: ${changed.slice(0, 5).join(", ")}${changed.length > 5 ? ", ..." : ""}`;
   return undefined;
 }
 
@@ -392,7 +395,8 @@ export function undoLast(store: EffectStore, workspace: string, steps: number): 
     clearGone(undoDirOf(store, workspace));
     const entries = listUndo(store, workspace);
     const undone: { command: string; restored: number }[] = [];
-    if (entries.length === 0) return { ok: false, undone, refused: "nothing to undo: auto mode applied no command in this workspace (or its undo entries were pruned)" };
+    if (entries.length === 0)
+      return { ok: false, undone, refused: "nothing to undo: auto mode applied no command in this workspace (or its undo entries were pruned)" };
     if (steps > entries.length) return { ok: false, undone, refused: `only ${entries.length} applied command(s) can be undone here` };
     for (const e of entries.slice(0, steps)) {
       const problem = undoProblem(e);
@@ -402,7 +406,11 @@ export function undoLast(store: EffectStore, workspace: string, steps: number): 
     return { ok: true, undone };
   });
   if (r.kind === "held") return r.value;
-  return { ok: false, undone: [], refused: r.kind === "busy" ? "another Pi process is applying or undoing in this workspace right now; try again in a moment" : r.message };
+  return {
+    ok: false,
+    undone: [],
+    refused: r.kind === "busy" ? "another Pi process is applying or undoing in this workspace right now; try again in a moment" : r.message,
+  };
 }
 
 /** Content git cannot give back that the applied commands of the last `windowMs` removed. */

@@ -111,7 +111,8 @@ export function bwrapArgs(plan: BwrapPlan): string[] {
   // a mount point, it cannot be removed or renamed (EBUSY); without capabilities, writing into it
   // fails (EACCES); a command that chmods it first writes into its own tmpfs, which the host
   // never sees and which vanishes with the sandbox.
-  for (const p of [...plan.placeholders].sort((x, y) => x.length - y.length || x.localeCompare(y))) a.push("--perms", "0555", "--size", String(PLACEHOLDER_TMPFS_BYTES), "--tmpfs", p);
+  for (const p of [...plan.placeholders].sort((x, y) => x.length - y.length || x.localeCompare(y)))
+    a.push("--perms", "0555", "--size", String(PLACEHOLDER_TMPFS_BYTES), "--tmpfs", p);
   const remount: string[] = [];
   for (const m of layout.masked) {
     if (m.kind === "dir") {

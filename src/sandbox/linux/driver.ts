@@ -179,17 +179,37 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
   const holderLaunch = (run: StageRun, places: Places, stageRoot: string): SpawnSpec => {
     const argsFile = join(run.dir, "argv");
     const commandFile = join(run.dir, "command");
-    const h = holderCommand({ unshare: staging!.unshare!, shell: staging!.shell!, mode: staging!.mode!, roots: run.roots, bwrap: bwrap!, argsFile, commandFile });
+    const h = holderCommand({
+      unshare: staging!.unshare!,
+      shell: staging!.shell!,
+      mode: staging!.mode!,
+      roots: run.roots,
+      bwrap: bwrap!,
+      argsFile,
+      commandFile,
+    });
     const roots = run.roots.map((r) => ({ root: r.root, upper: r.upper, merged: r.merged, gitDirs: gitDirsIn(places, r.root) }));
     void stageRoot;
-    return { file: h.file, args: h.args, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LANG: "C" }, cwd: "/", fd3File: seccompFile!, startedFd: STARTED_FD, staged: { id: run.id, fd: ENDED_FD, roots, argsFile, commandFile } };
+    return {
+      file: h.file,
+      args: h.args,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LANG: "C" },
+      cwd: "/",
+      fd3File: seccompFile!,
+      startedFd: STARTED_FD,
+      staged: { id: run.id, fd: ENDED_FD, roots, argsFile, commandFile },
+    };
   };
   const cancelAhead = () => {
     const a = ahead;
     ahead = undefined;
     if (!a) return;
     if (opts.spawner === false) local.cancel(a.run.id);
-    else void spawner?.then((s) => s.cancel(a.run.id), () => {});
+    else
+      void spawner?.then(
+        (s) => s.cancel(a.run.id),
+        () => {},
+      );
     discardRun(a.run);
   };
   const launchAhead = () => {
@@ -201,7 +221,11 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
       const spec = holderLaunch(run, n.places, n.stageRoot);
       ahead = { key: n.key, run, spec };
       if (opts.spawner === false) local.launch(inCgroup(spec));
-      else void startedSpawner().then((s) => s.launch(spec), () => {});
+      else
+        void startedSpawner().then(
+          (s) => s.launch(spec),
+          () => {},
+        );
     } catch {
       // launching ahead is an optimization; the next command launches its own holder
       ahead = undefined;
@@ -219,7 +243,8 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
   const staticCheck = (): StaticCheck => {
     const notes: string[] = [];
     try {
-      if (/Microsoft/.test(readFileSync("/proc/sys/kernel/osrelease", "utf8"))) return { ok: false, reason: "WSL 1 has no Linux namespaces; use WSL 2", missing: [] };
+      if (/Microsoft/.test(readFileSync("/proc/sys/kernel/osrelease", "utf8")))
+        return { ok: false, reason: "WSL 1 has no Linux namespaces; use WSL 2", missing: [] };
     } catch {
       // no osrelease: the functional probe decides
     }
@@ -230,12 +255,17 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
       const hint = installHint();
       return { ok: false, reason: `bubblewrap (bwrap) not installed: ${hint}`, missing: [hint] };
     }
-    if ((statSync(bwrap).mode & 0o4000) !== 0) return { ok: false, reason: `${bwrap} is setuid root; only an unprivileged bubblewrap is supported`, missing: [] };
+    if ((statSync(bwrap).mode & 0o4000) !== 0)
+      return { ok: false, reason: `${bwrap} is setuid root; only an unprivileged bubblewrap is supported`, missing: [] };
     const found = bwrapVersion(bwrap, runDir);
     if ("problem" in found) return { ok: false, reason: found.problem, missing: [] };
     const version = found.version;
     if (compareVersions(version, data.bwrap.minVersion) < 0)
-      return { ok: false, reason: `bubblewrap ${version} is too old: ${data.bwrap.minVersion} or later is needed for --disable-userns`, missing: [`bubblewrap >= ${data.bwrap.minVersion}`] };
+      return {
+        ok: false,
+        reason: `bubblewrap ${version} is too old: ${data.bwrap.minVersion} or later is needed for --disable-userns`,
+        missing: [`bubblewrap >= ${data.bwrap.minVersion}`],
+      };
     notes.push(`bubblewrap ${version} at ${bwrap}`);
     try {
       ensureRunDir(runDir);
@@ -248,7 +278,7 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
       } catch {
         current = undefined;
       }
-      if (!current || !current.equals(program)) {
+      if (!current?.equals(program)) {
         const tmp = `${seccompFile}.${process.pid}.tmp`;
         writeFileSync(tmp, program, { mode: 0o400 });
         renameSync(tmp, seccompFile);
@@ -314,7 +344,11 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
         tools: [staging?.unshare, findOnPath("mount", opts.env), staging?.shell].map(stamp),
         staging: staging?.status,
         kernel: [release(), kernelVersion()],
-        userns: ["/proc/sys/kernel/unprivileged_userns_clone", "/proc/sys/user/max_user_namespaces", "/proc/sys/kernel/apparmor_restrict_unprivileged_userns"].map(sysctl),
+        userns: [
+          "/proc/sys/kernel/unprivileged_userns_clone",
+          "/proc/sys/user/max_user_namespaces",
+          "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+        ].map(sysctl),
         seccomp: createHash("sha256").update(readFileSync(seccompFile)).digest("hex"),
         euid: typeof process.geteuid === "function" ? process.geteuid() : -1,
         options: { limits, cgroup: opts.cgroup !== false, spawner: opts.spawner !== false },
@@ -330,7 +364,8 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
       let launch: SpawnSpec | undefined;
       if (req.workspace === "staged") {
         const st = stagingCheck();
-        if (!st.available || !staging?.unshare || !staging.shell || !staging.mode) throw new Error(`the workspace cannot be staged: ${st.available ? "the staging tools are missing" : st.reason}`);
+        if (!st.available || !staging?.unshare || !staging.shell || !staging.mode)
+          throw new Error(`the workspace cannot be staged: ${st.available ? "the staging tools are missing" : st.reason}`);
         const roots = stagedRootsOf(places);
         const picked = pickStageRoot(stageCandidates(places), [...roots.map((r) => r.root), places.tmpRoot]);
         if ("problem" in picked) throw new RequestError(picked.problem);
@@ -433,7 +468,10 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
         local.cancelAll();
         pool.flush();
       } finally {
-        void spawner?.then((x) => x.kill(), () => {});
+        void spawner?.then(
+          (x) => x.kill(),
+          () => {},
+        );
         // The cgroup stays until the helper is reaped; the next start removes it.
       }
     },
@@ -451,7 +489,11 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
       // The helper and the cgroup go either way; a placeholder that would not go is still reported.
       const s = spawner;
       spawner = undefined;
-      if (s) await s.then((x) => x.close(), () => {});
+      if (s)
+        await s.then(
+          (x) => x.close(),
+          () => {},
+        );
       if (cgroup) await removePidsCgroup(cgroup);
       cgroup = undefined;
       cgroupTried = false;

@@ -25,7 +25,9 @@ export function createMacDriver(opts: MacDriverOptions = {}): SandboxDriver {
   const exe = opts.sandboxExec ?? SANDBOX_EXEC;
   const limits = sandboxLimits(opts.limits);
   const check = (): StaticCheck =>
-    existsSync(exe) ? { ok: true, notes: [`sandbox-exec at ${exe} (macOS backend, untested on real hardware)`] } : { ok: false, reason: `${exe} not found`, missing: ["sandbox-exec (part of macOS)"] };
+    existsSync(exe)
+      ? { ok: true, notes: [`sandbox-exec at ${exe} (macOS backend, untested on real hardware)`] }
+      : { ok: false, reason: `${exe} not found`, missing: ["sandbox-exec (part of macOS)"] };
   return {
     name: "sandbox-exec",
     platform: "darwin",
@@ -36,7 +38,9 @@ export function createMacDriver(opts: MacDriverOptions = {}): SandboxDriver {
       if (!c.ok) throw new Error(c.reason);
       const layout = computeLayout({ places: req.scope.places, protectedGlobs: req.scope.protectedGlobs, ownPaths: [] });
       // Every protected name at the workspace root, whether it exists or not: Seatbelt matches paths.
-      const rootEntries = [...pathData.protectedNames, ...pathData.protectedFileNames, ...pathData.protectedSequences.map((s) => s.join("/"))].map((n) => join(layout.workspace, n));
+      const rootEntries = [...pathData.protectedNames, ...pathData.protectedFileNames, ...pathData.protectedSequences.map((s) => s.join("/"))].map((n) =>
+        join(layout.workspace, n),
+      );
       const profile = seatbeltProfile({ layout, protectedPaths: [...new Set([...layout.readOnly, ...layout.missing, ...rootEntries])] });
       return {
         layout,

@@ -71,6 +71,8 @@ export function seatbeltProfile(input: ProfileInput): string {
   // DNS goes through mDNSResponder over Mach, not a socket: deny it too, it can carry data out.
   lines.push('(deny mach-lookup (global-name "com.apple.dnssd.service") (global-name "com.apple.mDNSResponder"))');
   if (layout.masked.length > 0)
-    lines.push(`(deny file-read* file-write*\n  ${layout.masked.map((m) => (m.kind === "dir" ? `(subpath ${sbplString(m.path)})` : `(literal ${sbplString(m.path)})`)).join("\n  ")})`);
+    lines.push(
+      `(deny file-read* file-write*\n  ${layout.masked.map((m) => (m.kind === "dir" ? `(subpath ${sbplString(m.path)})` : `(literal ${sbplString(m.path)})`)).join("\n  ")})`,
+    );
   return lines.join("\n") + "\n";
 }

@@ -59,10 +59,7 @@ function checkOid(oid: string, format: ObjectFormat): void {
 
 /** The object id git gives `content` stored as `type`. */
 export function hashObject(type: ObjectType, content: Buffer, format: ObjectFormat = "sha1"): string {
-  return createHash(format)
-    .update(`${type} ${content.length}\0`)
-    .update(content)
-    .digest("hex");
+  return createHash(format).update(`${type} ${content.length}\0`).update(content).digest("hex");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -303,7 +300,13 @@ function parseIndex(id: number, idx: Buffer, packPath: string, format: ObjectFor
   const rest = idx.length - large - 2 * hl;
   if (rest < 0 || rest % 8 !== 0) return undefined;
   const body = idx.subarray(0, idx.length - hl);
-  if (!createHash(format).update(body).digest().equals(idx.subarray(idx.length - hl))) return undefined;
+  if (
+    !createHash(format)
+      .update(body)
+      .digest()
+      .equals(idx.subarray(idx.length - hl))
+  )
+    return undefined;
   return {
     id,
     packPath,
@@ -411,11 +414,7 @@ function entryEnd(p: PackIndex, offset: number): number | undefined {
   return lo + 1 < s.length ? s[lo + 1]! : p.packEnd;
 }
 
-type EntryHead = (
-  | { kind: "whole"; type: ObjectType }
-  | { kind: "ofs"; base: number }
-  | { kind: "ref"; base: string }
-) & {
+type EntryHead = ({ kind: "whole"; type: ObjectType } | { kind: "ofs"; base: number } | { kind: "ref"; base: string }) & {
   size: number;
   dataStart: number;
   dataEnd: number;
@@ -563,7 +562,9 @@ export function openObjectStore(dirs: readonly string[], format: ObjectFormat = 
     d.packs = [];
     let names: string[];
     try {
-      names = readdirSync(join(d.path, "pack")).filter((n) => n.endsWith(".idx")).sort();
+      names = readdirSync(join(d.path, "pack"))
+        .filter((n) => n.endsWith(".idx"))
+        .sort();
     } catch {
       return d.packs;
     }

@@ -7,7 +7,7 @@
 // other non-regular files where a ref should be are refused, so a hostile repository cannot point
 // us at a FIFO or a device.
 
-import { lstatSync, readdirSync } from "node:fs";
+import { lstatSync, readdirSync, type Stats } from "node:fs";
 import { join } from "node:path";
 import { isOid, readFileBounded, type ObjectFormat } from "./bounded.ts";
 
@@ -82,7 +82,7 @@ function looseRefs(gitDir: string, format: ObjectFormat): Map<string, RefValue> 
       if (++seen > MAX_LOOSE_REFS) return undefined;
       const name = `${rel}/${n}`;
       if (!isValidRefName(name)) continue;
-      let st;
+      let st: Stats;
       try {
         st = lstatSync(join(gitDir, name));
       } catch {
