@@ -24,7 +24,7 @@ import { dirname, join, relative } from "node:path";
 import type { ApplyOp, Conflict } from "./judge.ts";
 import { identityAt, sameIdentity, sameInode, type Identity } from "./identity.ts";
 import { ensureDir, fsyncDir, readStoreText, undoDirOf, withWorkspaceLock, writeDurable, type EffectStore } from "./store.ts";
-import { copyEntry, finishUndoEntry, latestUndoAt, pruneUndo, realFolder, treeListing, type UndoBounds, type UndoEntryOp } from "./undo.ts";
+import { copyEntry, finishUndoEntry, latestUndoAt, pruneUndo, realFolder, treeBytes, treeListing, type UndoBounds, type UndoEntryOp } from "./undo.ts";
 
 /** One op as the journal keeps it. */
 export interface JournalOp {
@@ -150,19 +150,6 @@ function carriedByTree(ops: readonly ApplyOp[]): Set<ApplyOp> {
   return out;
 }
 
-function bytesOf(p: string, cap: number): number {
-  let total = 0;
-  const stack = [p];
-  while (stack.length > 0 && total <= cap) {
-    const cur = stack.pop()!;
-    const st = lstatSync(cur, { throwIfNoEntry: false });
-    if (!st) continue;
-    if (st.isDirectory()) for (const n of readdirSync(cur)) stack.push(join(cur, n));
-    else total += st.size;
-  }
-  return total;
-}
-
 function applyLocked(req: ApplyRequest, beat: () => void): ApplyResult {
   // An apply into this workspace a crash interrupted comes first: this command ran on what it left.
   const repaired = recoverWorkspace(req.store, req.workspace, req.bounds, beat);
@@ -178,7 +165,7 @@ function applyLocked(req: ApplyRequest, beat: () => void): ApplyResult {
   let preBytes = 0;
   for (const op of ok) {
     if (!op.keep || op.before === null) continue;
-    preBytes += op.kind === "remove" && op.type === "dir" ? bytesOf(op.target, req.bounds.maxBytes + 1) : Number(op.before.size);
+    preBytes += op.kind === "remove" && op.type === "dir" ? treeBytes(op.target, req.bounds.maxBytes + 1) : Number(op.before.size);
     if (preBytes > req.bounds.maxBytes) break;
   }
   const kept = preBytes <= req.bounds.maxBytes;

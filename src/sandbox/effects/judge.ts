@@ -391,14 +391,7 @@ function judgeChange(input: JudgeInput, rf: RootFacts, c: Change, abs: string, r
     }
     // A regenerable folder (node_modules, dist) goes whole, unjudged and not kept for undo.
     if (c.before === "dir" && !regenerable) {
-      const sub = inspectRemovedTree(input, rf, c.rel, abs, rec, sink.configured);
-      if (sub.conflict) {
-        sink.blocked.add(`${rf.root}\0${c.rel}`);
-        sink.conflicts.push({ path: sub.conflict, detail: "it also changed outside the sandbox while the command ran" });
-        return;
-      }
-      sink.held.push(...sub.held);
-      if (!regenerable) sink.lost.push(...sub.lost);
+      if (!takeRemovedTree(input, rf, c.rel, abs, rec, sink, regenerable)) return;
     } else if (!regenerable) sink.lost.push(lossOfRemoval(input, rec, c.rel, abs, c.beforeId));
     sink.ops.push({ kind: "remove", target: abs, before: c.beforeId, type: c.before, keep });
     return;
@@ -413,14 +406,7 @@ function judgeChange(input: JudgeInput, rf: RootFacts, c: Change, abs: string, r
     }
     if (c.before === "dir") {
       // A directory replaced by something else: everything in it goes first.
-      const sub = inspectRemovedTree(input, rf, c.rel, abs, rec, sink.configured);
-      if (sub.conflict) {
-        sink.blocked.add(`${rf.root}\0${c.rel}`);
-        sink.conflicts.push({ path: sub.conflict, detail: "it also changed outside the sandbox while the command ran" });
-        return;
-      }
-      sink.held.push(...sub.held);
-      if (!regenerable) sink.lost.push(...sub.lost);
+      if (!takeRemovedTree(input, rf, c.rel, abs, rec, sink, regenerable)) return;
       sink.ops.push({ kind: "remove", target: abs, before: beforeId, type: "dir", keep });
       sink.ops.push({ kind: "put", target: abs, source, type: c.type, before: null, keep, stripSetid: (c.mode & 0o6000) !== 0 });
       return;
@@ -502,6 +488,19 @@ function lossOfRemoval(input: JudgeInput, rec: Recoverable, _rel: string, abs: s
   const content = readBounded(abs, input.policy.loss.maxHashBytes);
   if (content && rec.content(rel, content)) return { path: abs, bytes: 0, how, tracked };
   return { path: abs, bytes: size, how, tracked };
+}
+
+/** Judge into the sink what a removed tree takes with it; false when it changed outside meanwhile (then nothing of it is applied). */
+function takeRemovedTree(input: JudgeInput, rf: RootFacts, rel: string, abs: string, rec: Recoverable, sink: Sink, regenerable: boolean): boolean {
+  const sub = inspectRemovedTree(input, rf, rel, abs, rec, sink.configured);
+  if (sub.conflict) {
+    sink.blocked.add(`${rf.root}\0${rel}`);
+    sink.conflicts.push({ path: sub.conflict, detail: "it also changed outside the sandbox while the command ran" });
+    return false;
+  }
+  sink.held.push(...sub.held);
+  if (!regenerable) sink.lost.push(...sub.lost);
+  return true;
 }
 
 /** What removing a lower directory loses, and whether anything in it is protected or changed meanwhile. */

@@ -295,6 +295,14 @@ const lockSync = (lockfile as unknown as { lockSync(file: string, options: Recor
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 const sleepSync = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 
+/** Whether to try for the lock now: no live holder (a dead one's lock broken, anything else under its name cleared). */
+function mayTakeLock(lockPath: string): boolean {
+  clearNonLock(lockPath);
+  const holder = lockHolder(lockPath);
+  if (holder === "dead") breakDeadLock(lockPath);
+  return holder !== "alive";
+}
+
 /**
  * Run `critical` (synchronous) under the workspace's lock, waiting at most `waitMs` for it.
  * `critical` gets `beat`, to call often during long work.
@@ -304,10 +312,7 @@ export async function withWorkspaceLock<T>(store: EffectStore, workspace: string
   const lockPath = lockPathOf(store, workspace);
   const deadline = Date.now() + waitMs;
   for (let attempt = 0; ; attempt++) {
-    clearNonLock(lockPath);
-    const holder = lockHolder(lockPath);
-    if (holder === "dead") breakDeadLock(lockPath);
-    if (holder !== "alive") {
+    if (mayTakeLock(lockPath)) {
       let mine: LockOwner | undefined;
       let r: Locked<T>;
       try {
@@ -331,10 +336,7 @@ export function withWorkspaceLockSync<T>(store: EffectStore, workspace: string, 
   const lockPath = lockPathOf(store, workspace);
   const deadline = Date.now() + waitMs;
   for (let attempt = 0; ; attempt++) {
-    clearNonLock(lockPath);
-    const holder = lockHolder(lockPath);
-    if (holder === "dead") breakDeadLock(lockPath);
-    if (holder !== "alive") {
+    if (mayTakeLock(lockPath)) {
       let release: (() => void) | undefined;
       try {
         release = lockSync(lockPath, { lockfilePath: lockPath, realpath: false, stale: LOCK_STALE_MS, onCompromised: () => {} });

@@ -54,10 +54,11 @@ const DIR = 0o040000;
 const exists = (p: string) => lstatSync(p, { throwIfNoEntry: false }) !== undefined;
 const isExdev = (e: unknown) => (e as NodeJS.ErrnoException).code === "EXDEV";
 
-function sizeOf(p: string): number {
+/** The bytes of the files in a tree (symlinks not followed); counting stops once past `cap`. */
+export function treeBytes(p: string, cap = Number.POSITIVE_INFINITY): number {
   let total = 0;
   const stack = [p];
-  while (stack.length > 0) {
+  while (stack.length > 0 && total <= cap) {
     const cur = stack.pop()!;
     const st = lstatSync(cur, { throwIfNoEntry: false });
     if (!st) continue;
@@ -141,7 +142,7 @@ function treeChanges(root: string, listing: readonly ListedEntry[], max = 6): st
 }
 
 export function finishUndoEntry(dir: string, m: UndoManifest, preBytes?: number): void {
-  writeFileSync(join(dir, META), JSON.stringify({ at: m.at, bytes: preBytes ?? sizeOf(join(dir, "pre")) }), { mode: 0o600 });
+  writeFileSync(join(dir, META), JSON.stringify({ at: m.at, bytes: preBytes ?? treeBytes(join(dir, "pre")) }), { mode: 0o600 });
   writeDurable(join(dir, MANIFEST), JSON.stringify(m));
 }
 
@@ -231,7 +232,7 @@ export function pruneUndo(root: string, bounds: UndoBounds): void {
       // an entry without a summary: read it whole
     }
     const m = readManifest(dir);
-    return m ? [{ dir, at: m.at, bytes: sizeOf(join(dir, "pre")) }] : [];
+    return m ? [{ dir, at: m.at, bytes: treeBytes(join(dir, "pre")) }] : [];
   });
   entries.sort((a, b) => b.at - a.at);
   let bytes = 0;
