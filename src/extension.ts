@@ -1,7 +1,7 @@
 // pi-auto-mode's Pi extension: lifecycle wiring only. Decisions live in policy/, state in state/.
 
 import type { ExtensionAPI, ExtensionContext, ToolCallEvent, ToolCallEventResult } from "@earendil-works/pi-coding-agent";
-import { DENIAL_HEAD, DO_NOT_ROUTE_AROUND } from "./policy/denial.ts";
+import { gateLoadDenial } from "./policy/denial.ts";
 import { getAgentDir } from "@earendil-works/pi-coding-agent";
 import { DECISION_ENTRY_TYPE } from "./audit/decision-record.ts";
 import { registerPermCommands } from "./commands/perm.ts";
@@ -227,7 +227,7 @@ export default function autoMode(pi: ExtensionAPI): void {
       // A gate that cannot be built decides nothing: the call does not run (P5).
       return {
         block: true,
-        reason: `${DENIAL_HEAD} Auto mode could not load its gate (${(e as Error)?.message ?? String(e)}), so this call does not run. ${DO_NOT_ROUTE_AROUND}`,
+        reason: gateLoadDenial((e as Error)?.message ?? String(e)),
       };
     }
     return handle(event, ctx);

@@ -7,7 +7,7 @@ import type { EffectiveMode } from "../state/effective.ts";
 import type { TicketBook, HostReason } from "../grants/tickets.ts";
 import type { WorkspaceAccess } from "./types.ts";
 import { escalationAsk, reviewEscalation, type EscalationReviewer } from "./escalation.ts";
-import { DENIAL_HEAD as HEAD, denialBody } from "../policy/denial.ts";
+import { escalationDenial, escalationInvalidDenial } from "../policy/denial.ts";
 
 /** The tool call as the link needs it (Pi's ToolCallEvent has this shape). */
 export interface LinkedCall {
@@ -65,7 +65,7 @@ export function createSandboxGateLink(deps: { readonly admissions: TicketBook; r
       if (event.toolName !== "bash" || !GATED.has(mode)) return undefined;
       const ask = escalationAsk(event.input);
       if (ask.kind === "default") return undefined;
-      if (ask.kind === "invalid") return { outcome: "denied", denial: `${HEAD} ${ask.problem}.` };
+      if (ask.kind === "invalid") return { outcome: "denied", denial: escalationInvalidDenial(ask.problem) };
       const command = (event.input as { command?: unknown }).command;
       const r = await reviewEscalation(
         {
@@ -82,7 +82,7 @@ export function createSandboxGateLink(deps: { readonly admissions: TicketBook; r
       if (r.admitted) return { outcome: "allowed" };
       return {
         outcome: "denied",
-        denial: `${HEAD} This command asked to run outside the sandbox, which needs a fresh review, and it was not approved: ${denialBody(r.reason)} It did not run. Run it inside the sandbox without sandbox_permissions if that can work, or ask the user to run it.`,
+        denial: escalationDenial(r.reason),
       };
     },
     admit({ event, passed, mode, gate, backend, escalated, workspace }) {

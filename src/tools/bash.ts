@@ -20,7 +20,7 @@ import { Type } from "typebox";
 import type { ExecutionTicket, TicketBook } from "../grants/tickets.ts";
 import type { SandboxController } from "../sandbox/controller.ts";
 import { SANDBOX_PERMISSIONS } from "../sandbox/escalation.ts";
-import { DENIAL_HEAD } from "../policy/denial.ts";
+import { ticketDenial } from "../policy/denial.ts";
 import type { EffectReport, HeldReviewer } from "../sandbox/effects/settle.ts";
 import type { EffectStore } from "../sandbox/effects/store.ts";
 import type { UndoBounds } from "../sandbox/effects/undo.ts";
@@ -174,11 +174,11 @@ export function createSandboxedBashTool(deps: BashToolDeps, cwd: string = proces
       const p = params as { command: string; timeout?: number };
       const taken = deps.admissions.take(toolCallId);
       // Every refusal says it was automatic policy, not the user (P4).
-      if (taken.kind === "missing") throw new Error(`${DENIAL_HEAD} This bash call did not pass auto mode's gate, so it does not run.`);
-      if (taken.kind === "conflict") throw new Error(`${DENIAL_HEAD} Two tool calls share this id, so which one was judged is unclear; neither runs.`);
+      if (taken.kind === "missing") throw new Error(ticketDenial("missing"));
+      if (taken.kind === "conflict") throw new Error(ticketDenial("conflict"));
       const a = taken.ticket;
       // The input is frozen after the gate; this only catches a bug that would run something unjudged.
-      if (a.command !== p.command) throw new Error(`${DENIAL_HEAD} The command changed after it was judged, so it does not run.`);
+      if (a.command !== p.command) throw new Error(ticketDenial("changed"));
       const settings = deps.settings();
       const sandboxRun: SandboxRun | undefined =
         a.placement === "sandbox"

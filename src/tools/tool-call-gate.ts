@@ -16,7 +16,7 @@ import type { EngineLimits } from "../review/engine.ts";
 import type { TokenBudget } from "../review/budget.ts";
 import type { SandboxGateLink } from "../sandbox/gate-link.ts";
 import { escalationAsk, type EscalationReviewer } from "../sandbox/escalation.ts";
-import { DENIAL_HEAD as HEAD, DO_NOT_ROUTE_AROUND, denialBody } from "../policy/denial.ts";
+import { concurrentDenial, decisionDenial, denialBody, gateFailureDenial } from "../policy/denial.ts";
 import { callShape, type CallShape, type CallsInFlight } from "./concurrent-calls.ts";
 import { redact } from "../request/redact.ts";
 import { clipHead } from "../review/budget.ts";
@@ -64,14 +64,7 @@ function deepFreeze(v: unknown, seen: WeakSet<object> = new WeakSet()): void {
 }
 
 export function denialText(d: Decision, mode?: EffectiveMode): string {
-  const head = HEAD;
-  const tail = DO_NOT_ROUTE_AROUND;
-  if (mode === "auto-config-fault" && (d.route === "review" || d.route === "sandbox"))
-    return `${head} Auto mode's configuration is at fault, so no call that needs review or the sandbox can run until the user fixes it (/perm-enabled shows what is wrong). ${d.message} ${tail}`;
-  if (d.route === "review")
-    return `${head} This call needs a reviewer model's judgment and no reviewer is configured yet (the user can set one with /perm-auto-model). ${d.message} ${tail}`;
-  if (d.route === "sandbox") return `${head} This call must run inside the OS sandbox, which is not available. ${d.message} ${tail}`;
-  return `${head} ${d.message} ${tail}`;
+  return decisionDenial(d, mode === "auto-config-fault");
 }
 
 export function createToolCallGate(deps: GateDeps) {
@@ -94,7 +87,7 @@ export function gateFailureText(e: unknown): string {
       .trim(),
     200,
   );
-  return `${HEAD} Auto mode could not finish deciding this call (${message || "an internal error"}), so it does not run. ${DO_NOT_ROUTE_AROUND}`;
+  return gateFailureDenial(message);
 }
 
 function createGate(deps: GateDeps) {
@@ -221,14 +214,6 @@ function createGate(deps: GateDeps) {
 function workspaceAccess(backend: Backend, d: Decision, reviewed: boolean): WorkspaceAccess {
   if (backend === "sandboxed") return "staged";
   return reviewed && (d.reason === "git-local" || d.reason === "git-hooks") ? "direct-git" : "direct";
-}
-
-/** Why a call judged beside another unfinished one does not run; it can be issued again on its own. */
-function concurrentDenial(tool: string, other: CallShape): string {
-  const why = other.mayChangeFiles
-    ? `the ${other.tool} call issued with it (not finished yet) may change files before this ${tool} call runs`
-    : `this ${tool} call may change files the ${other.tool} call issued with it (not finished yet) was judged against`;
-  return `${HEAD} Auto mode judges each call against the files as they are when it is judged, and ${why}, so that judgement could be stale. Nothing was run. Issue this call again on its own, after the other call has finished.`;
 }
 
 /** The review question for a call asking to leave the sandbox: the command, and why it asks. */
