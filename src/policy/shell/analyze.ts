@@ -9,10 +9,10 @@ import {
   judgeRead,
   judgeWrite,
   knownEnvironment,
-  markDownloaded,
   MAX_CWDS,
   newBudget,
   newScriptState,
+  redirectWrites,
   setCwds,
   spend,
   TooComplex,
@@ -50,7 +50,6 @@ const MAX_SCRIPT_DEPTH = 8;
 const MAX_WRAPPERS = 16;
 const SYSTEM_BIN = new Set(["/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin", "/opt/homebrew/bin", "/run/current-system/sw/bin"]);
 const RECURSIVE_READERS = new Set(["rg", "ag", "ack", "pt", "ugrep"]);
-const WRITE_OPS = new Set([">", ">>", ">|", "&>", "&>>", "<>"]);
 const TRUNCATING_OPS = new Set([">", ">|", "&>"]);
 
 export interface ShellAnalysis {
@@ -208,7 +207,6 @@ function assignmentFindings(cmd: SimpleCommand): Finding[] {
 
 function redirectFindings(redirs: readonly Redir[], an: Analyzer, cmd: SimpleCommand | undefined): Finding[] {
   const out: Finding[] = [];
-  const network = cmd !== undefined && ["curl", "wget"].includes(basename(cmd.argv[0]?.value ?? ""));
   for (const r of redirs) {
     if (r.heredoc || !r.target) continue;
     const t = r.target;
@@ -216,7 +214,7 @@ function redirectFindings(redirs: readonly Redir[], an: Analyzer, cmd: SimpleCom
       out.push(...socketRedirect(t.value, an, cmd));
       continue;
     }
-    if (WRITE_OPS.has(r.op) || (r.op === ">&" && t.value !== null && !/^\d+-?$|^-$/.test(t.value))) {
+    if (redirectWrites(r)) {
       if (t.value !== null && isHarmlessDevice(t.value)) continue;
       // `find ... -exec sh -c ': > "$1"' _ {} ;` empties every file find selects.
       if (t.found && TRUNCATING_OPS.has(r.op)) {
@@ -224,7 +222,6 @@ function redirectFindings(redirs: readonly Redir[], an: Analyzer, cmd: SimpleCom
         continue;
       }
       out.push(judgeWrite(an.env, an.state, t, "redirection writes"));
-      if (network) markDownloaded(an.state, t.value);
     } else if (r.op === "<" || r.op === "<>") {
       const f = judgeRead(an.env, an.state, t, false);
       if (f) out.push(f);

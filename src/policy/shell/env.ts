@@ -17,7 +17,7 @@ import pathData from "../data/paths.json" with { type: "json" };
 import commandData from "../data/commands.json" with { type: "json" };
 import { finding, strictest, type Finding } from "./finding.ts";
 import { settled, stampOf, unchanged, type Dependency, type StampBook } from "../../request/stamps.ts";
-import type { Arg, SimpleCommand } from "./parse.ts";
+import type { Arg, Redir, SimpleCommand } from "./parse.ts";
 
 export interface ShellEnv {
   readonly places: Places;
@@ -229,6 +229,14 @@ export function locate(state: ScriptState, value: string): Located[] | null {
 export const FS_STEPS = 3;
 export const WRITE_STEPS = 2;
 
+const WRITE_OPS = new Set([">", ">>", ">|", "&>", "&>>", "<>"]);
+
+/** Whether a redirection writes a file (`>&` only with a file name: `>&2`, `>&-` move descriptors). */
+export function redirectWrites(r: Redir): boolean {
+  if (r.heredoc || !r.target) return false;
+  return WRITE_OPS.has(r.op) || (r.op === ">&" && r.target.value !== null && !/^\d+-?$|^-$/.test(r.target.value));
+}
+
 /** Marks what a static path may name as downloaded: running anything at or below it runs remote code. */
 export function markDownloaded(state: ScriptState, value: string | null): void {
   if (value === null) return;
@@ -414,13 +422,23 @@ export function namesSecret(env: ShellEnv, state: ScriptState): string | undefin
   const memo = state.secretWord;
   for (; memo.checked < state.words.length && memo.found === undefined; memo.checked++) {
     const w = state.words[memo.checked]!;
-    const v = w.value;
-    // Only words that look like paths: a bare word is a path only after a `cd`, which is read statically.
-    if (v === null || v === "" || !(v.includes("/") || v.startsWith("."))) continue;
-    if (w.glob ? globMayNameSecret(env, state, v, true) : holdsSecret(env, state, v)) memo.found = v;
+    if (w.value === null) continue;
+    // `env HOME=/x cmd`, `make KEY=~/.ssh/k`: an assignment given as an argument names its value as
+    // a prefix assignment does (the parser lists a prefix assignment's value as a word of its own).
+    const assigned = ASSIGNMENT.exec(w.value);
+    for (const v of assigned ? [w.value, assigned[1]!] : [w.value]) {
+      // Only words that look like paths: a bare word is a path only after a `cd`, which is read statically.
+      if (v === "" || !(v.includes("/") || v.startsWith("."))) continue;
+      if (w.glob ? globMayNameSecret(env, state, v, true) : holdsSecret(env, state, v)) {
+        memo.found = v;
+        break;
+      }
+    }
   }
   return memo.found;
 }
+
+const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*=(.*)$/s;
 
 function holdsSecret(env: ShellEnv, state: ScriptState, value: string): boolean {
   return (locate(state, value) ?? []).some((p) => isIdentitySecret(env.places, p.lexical, p.real) || containsIdentitySecret(env.places, p.lexical, p.real));

@@ -3,7 +3,7 @@
 
 import { basename } from "node:path";
 import { isWithin } from "../../places.ts";
-import { isDownloaded, isSecretishFile, judgeRead, judgeWrite, locate, markDownloaded } from "../env.ts";
+import { isDownloaded, isSecretishFile, judgeRead, judgeWrite, locate, markDownloaded, redirectWrites } from "../env.ts";
 import { finding, type Finding } from "../finding.ts";
 import { hasFlag, operands, optionValues, staticArg, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
 import type { Arg } from "../parse.ts";
@@ -467,6 +467,10 @@ export const transfer: Handler = (inv, an) => {
     out.push(judgeWrite(an.env, an.state, o, `${inv.name} writes`));
     markDownloaded(an.state, o.value);
   }
+  // What the command's output is redirected to is a download too, whatever wrappers it runs under
+  // (`timeout 60 curl URL > x.sh`, `env curl`, `xargs curl > x.sh`): the handler sees the program
+  // the wrappers run, and its source the command whose redirections take the output.
+  for (const r of inv.source.redirs) if (redirectWrites(r)) markDownloaded(an.state, r.target!.value);
   // curl -O, and wget without -O, save under the URL's own file name.
   const remoteName = inv.name === "curl" ? hasFlag(inv.args, "O", ["--remote-name", "--remote-name-all"]) : outputs.length === 0;
   if (remoteName) {
