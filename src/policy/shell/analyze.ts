@@ -20,13 +20,12 @@ import {
   type ScriptState,
   type ShellEnv,
 } from "./env.ts";
-import { finding, strictest, type Finding } from "./finding.ts";
+import { COMBINE_RANK, finding, strictest, type Finding } from "./finding.ts";
 import { FILE_HANDLERS, foundPaths, judgeFoundRemoval, judgeReadOperands, outputFindings } from "./handlers/files.ts";
 import { commandOptionFindings, EXEC_HANDLERS, npx, xargs } from "./handlers/exec.ts";
 import { git } from "./handlers/git.ts";
 import { optionValues, staticArg, type Analyzer, type Invocation } from "./invocation.ts";
 import { commandSteps, extractCommands, type Arg, type Extraction, type Link, type Redir, type SimpleCommand } from "./parse.ts";
-import { CLASS_RANK } from "../types.ts";
 import {
   CODE_LOADING_ENV,
   CODE_OPTIONS,
@@ -190,7 +189,7 @@ function analyzeScript(src: string, env: ShellEnv, state: ScriptState, depth: nu
 /** Remembers the strictest of the findings from `from` on, in case the analysis stops before its end. */
 function keepWorst(state: ScriptState, out: readonly Finding[], from = 0): void {
   const b = state.budget;
-  for (let i = from; i < out.length; i++) if (!b.worst || CLASS_RANK[out[i]!.cls] > CLASS_RANK[b.worst.cls]) b.worst = out[i];
+  for (let i = from; i < out.length; i++) if (!b.worst || COMBINE_RANK[out[i]!.cls] > COMBINE_RANK[b.worst.cls]) b.worst = out[i];
 }
 
 function assignmentFindings(cmd: SimpleCommand): Finding[] {
