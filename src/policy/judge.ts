@@ -4,6 +4,7 @@
 import { isAbsolute, resolve } from "node:path";
 import { minimatch } from "minimatch";
 import type { CanonicalRequest } from "../request/canonical.ts";
+import { builtinTool, CONTAINER_TOOLS, inputProblem, TOOLS, UNCONTAINED_SHELLS } from "../request/tools.ts";
 import { classifyWrite, containsIdentitySecret, isIdentitySecret, type Places } from "./places.ts";
 import type { RuleSubject } from "./rules.ts";
 import { analyzeShell } from "./shell/analyze.ts";
@@ -23,78 +24,8 @@ export interface Judgement {
   readonly subject: RuleSubject;
 }
 
-/** Built-in tools that only read, and tools that only run other (gated) tool calls. */
-const READ_TOOLS = new Set(["read", "grep", "find", "ls"]);
-const CONTAINER_TOOLS = new Set(["codemode", "tool_search"]);
-/** Pi's other shell: its commands cannot be parsed here, and nothing runs them in the sandbox. */
-const UNCONTAINED_SHELLS = new Set(["powershell"]);
-
-const isString = (v: unknown): v is string => typeof v === "string";
-const isOptional = (v: unknown, check: (x: unknown) => boolean) => v === undefined || check(v);
-const isCount = (v: unknown) => typeof v === "number" && Number.isFinite(v);
-
 function malformed(kind: ToolKind, tool: string, what: string): Judgement {
   return { kind, cls: "review", reason: "malformed-input", detail: `malformed ${tool} call: ${what}`, subject: { tool, commands: [], paths: [] } };
-}
-
-function validEdits(v: unknown): boolean {
-  return (
-    Array.isArray(v) &&
-    v.length > 0 &&
-    v.every((e) => typeof e === "object" && e !== null && isString((e as Record<string, unknown>).oldText) && isString((e as Record<string, unknown>).newText))
-  );
-}
-
-/**
- * The edits Pi 1.6's edit tool will apply (tools/edit.js `prepareEditArguments`): besides a list,
- * it takes the list as a JSON string, one edit object, and top-level oldText/newText.
- */
-function editsLikePi(input: Record<string, unknown>): unknown {
-  let edits = input.edits;
-  if (typeof edits === "string") {
-    try {
-      edits = JSON.parse(edits);
-    } catch {
-      return input.edits;
-    }
-  }
-  if (typeof edits === "object" && edits !== null && !Array.isArray(edits)) edits = [edits];
-  if (isString(input.oldText) && isString(input.newText)) edits = [...(Array.isArray(edits) ? edits : []), { oldText: input.oldText, newText: input.newText }];
-  return edits;
-}
-
-/** Input shape checks mirror Pi's tool schemas; anything else is judged as malformed. */
-function shapeProblem(tool: string, input: Record<string, unknown>): string | undefined {
-  switch (tool) {
-    case "read":
-      return !isString(input.path)
-        ? "path must be a string"
-        : !isOptional(input.offset, isCount) || !isOptional(input.limit, isCount)
-          ? "offset/limit must be numbers"
-          : undefined;
-    case "write":
-      return !isString(input.path) ? "path must be a string" : !isString(input.content) ? "content must be a string" : undefined;
-    case "edit":
-      return !isString(input.path)
-        ? "path must be a string"
-        : !validEdits(editsLikePi(input))
-          ? "edits must be a non-empty list of {oldText, newText}"
-          : undefined;
-    case "grep":
-      return !isString(input.pattern)
-        ? "pattern must be a string"
-        : !isOptional(input.path, isString) || !isOptional(input.glob, isString)
-          ? "path/glob must be strings"
-          : undefined;
-    case "find":
-      return !isString(input.pattern) ? "pattern must be a string" : !isOptional(input.path, isString) ? "path must be a string" : undefined;
-    case "ls":
-      return !isOptional(input.path, isString) ? "path must be a string" : undefined;
-    case "bash":
-      return !isString(input.command) ? "command must be a string" : !isOptional(input.timeout, isCount) ? "timeout must be a number" : undefined;
-    default:
-      return undefined;
-  }
 }
 
 export interface JudgeContext {
@@ -112,25 +43,28 @@ function userProtected(ctx: JudgeContext, p: string): boolean {
 
 export function judge(req: CanonicalRequest, ctx: JudgeContext): Judgement {
   const tool = req.tool;
-  const input = req.input;
-  const builtin = READ_TOOLS.has(tool) || tool === "write" || tool === "edit" || tool === "bash";
-  if (builtin && (typeof input !== "object" || input === null || Array.isArray(input)))
-    return malformed(tool === "bash" ? "bash" : "file", tool, "input is not an object");
-  const problem = builtin ? shapeProblem(tool, input as Record<string, unknown>) : undefined;
-  if (problem) return malformed(tool === "bash" ? "bash" : "file", tool, problem);
-
-  if (tool === "bash") return judgeBash((input as { command: string }).command, ctx);
-  if (READ_TOOLS.has(tool) || tool === "write" || tool === "edit") {
-    const p = req.paths[0];
-    if (!p) return malformed("file", tool, "the path cannot be resolved");
-    const subject: RuleSubject = { tool, commands: [], paths: [p.lexical, p.real] };
-    if (READ_TOOLS.has(tool)) {
-      const secret = isIdentitySecret(ctx.places, p.lexical, p.real) || (tool === "grep" && containsIdentitySecret(ctx.places, p.lexical, p.real));
-      return secret
-        ? { kind: "file", cls: "review", reason: "identity-secret", detail: `${tool} reads ${p.raw}, an identity secret outside the project`, subject }
-        : { kind: "file", cls: "read", reason: "read-only", detail: `${tool} only reads ${p.raw}`, subject };
+  const builtin = builtinTool(tool);
+  if (builtin) {
+    const entry = TOOLS[builtin];
+    const kind: ToolKind = entry.action === "shell" ? "bash" : "file";
+    // Input shape checks mirror Pi's tool schemas; anything else is judged as malformed.
+    const problem = inputProblem(builtin, req.input);
+    if (problem) return malformed(kind, tool, problem);
+    switch (entry.action) {
+      case "shell":
+        return judgeBash((req.input as { command: string }).command, ctx);
+      case "read":
+      case "write": {
+        const p = req.paths[0];
+        if (!p) return malformed("file", tool, "the path cannot be resolved");
+        const subject: RuleSubject = { tool, commands: [], paths: [p.lexical, p.real] };
+        if (entry.action === "write") return judgeFileWrite(tool, p.raw, p.lexical, p.real, ctx, subject);
+        const secret = isIdentitySecret(ctx.places, p.lexical, p.real) || (tool === "grep" && containsIdentitySecret(ctx.places, p.lexical, p.real));
+        return secret
+          ? { kind: "file", cls: "review", reason: "identity-secret", detail: `${tool} reads ${p.raw}, an identity secret outside the project`, subject }
+          : { kind: "file", cls: "read", reason: "read-only", detail: `${tool} only reads ${p.raw}`, subject };
+      }
     }
-    return judgeFileWrite(tool, p.raw, p.lexical, p.real, ctx, subject);
   }
   if (UNCONTAINED_SHELLS.has(tool))
     return {

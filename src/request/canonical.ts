@@ -1,6 +1,7 @@
 // One canonical request per tool call: the tool, its input, the cwd, the paths the tool will
 // touch, and a stable hash. A verdict or grant is bound to this hash, never to loose fields.
 
+import { builtinTool, TOOLS } from "./tools.ts";
 import { createHash } from "node:crypto";
 import { canonicalJson, DEFAULT_JSON_LIMITS, type JsonLimits } from "./canonical-json.ts";
 import { resolveLikePi, resolveReadLikePi, resolveReal } from "./paths.ts";
@@ -31,18 +32,12 @@ export interface CanonicalRequest {
 export type RequestResult = { readonly ok: true; readonly request: CanonicalRequest } | { readonly ok: false; readonly reason: string };
 
 /** Tools whose `path` argument names a file or directory, and whether a missing one defaults to ".". */
-const PATH_TOOLS: Readonly<Record<string, { readonly optional: boolean; readonly read: boolean }>> = {
-  read: { optional: false, read: true },
-  write: { optional: false, read: false },
-  edit: { optional: false, read: false },
-  grep: { optional: true, read: false },
-  find: { optional: true, read: false },
-  ls: { optional: true, read: false },
-};
 
 function resolvePathArg(tool: string, input: unknown, cwd: string, home: string): ResolvedPath[] {
-  const spec = PATH_TOOLS[tool];
-  if (!spec || typeof input !== "object" || input === null) return [];
+  const builtin = builtinTool(tool);
+  const entry = builtin && TOOLS[builtin];
+  if (!entry || entry.path === "none" || typeof input !== "object" || input === null) return [];
+  const spec = { optional: entry.path === "optional", read: entry.resolve === "read" };
   const raw = (input as { path?: unknown }).path;
   if (raw === undefined && spec.optional) {
     const lexical = resolveLikePi(".", cwd, home);

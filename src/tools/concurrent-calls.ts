@@ -10,10 +10,11 @@
 // Our own bash is declared sequential (tools/bash.ts), so a top-level batch with a shell command
 // in it runs call by call and never meets this rule; it is for scripts and unknown tools.
 
+import { TOOLS } from "../request/tools.ts";
 import type { Outcome } from "../audit/decision-record.ts";
 
 /** Tools whose judgement rests on the file system as it was when judged. */
-const FILE_TOOLS: ReadonlySet<string> = new Set(["read", "grep", "find", "ls", "write", "edit"]);
+const FILE_TOOLS: ReadonlySet<string> = new Set(Object.entries(TOOLS).flatMap(([name, t]) => (t.action === "shell" ? [] : [name])));
 /** Tools that change nothing themselves (tool_search only loads declarations). */
 const INERT_TOOLS: ReadonlySet<string> = new Set(["tool_search", ...FILE_TOOLS]);
 
