@@ -17,13 +17,11 @@ import { loadPolicyConfig } from "./policy/config/load.ts";
 import { followingGlobalState } from "./state/global.ts";
 import { createRuntimeState } from "./state/runtime-state.ts";
 import { MODE_ENTRY_TYPE, restoredMode, type ModeEntry } from "./state/session.ts";
-import { createCallsInFlight } from "./tools/concurrent-calls.ts";
+import { createCallsInFlight } from "./grants/concurrent-calls.ts";
 import { showStatus } from "./ui/status.ts";
 import { createSandboxedBashTool, isActiveBash } from "./tools/bash.ts";
 import { createTicketBook } from "./grants/tickets.ts";
 import { sharedController } from "./sandbox/controller.ts";
-import { NO_REVIEWER } from "./sandbox/escalation.ts";
-import { createSandboxGateLink } from "./sandbox/gate-link.ts";
 import { homedir } from "node:os";
 import { randomUUID } from "node:crypto";
 import { realpathSync } from "node:fs";
@@ -210,8 +208,8 @@ export default function autoMode(pi: ExtensionAPI): void {
       },
       review: reviewHook,
       off: refresh,
-      // An escalation is reviewed through the same hook as a review route (tool-call-gate.ts); this reviewer only answers where none can run.
-      sandbox: createSandboxGateLink({ admissions, reviewer: () => NO_REVIEWER }),
+      // Where admitted bash calls run; an escalation is reviewed through the same hook as a review route.
+      tickets: admissions,
       inFlight,
       // A shell command's route depends on the backend: it waits for the probe.
       ready: () => sandbox.ready(),

@@ -2,12 +2,12 @@
 
 import { redact } from "../request/redact.ts";
 import type { ReasonCode, Route } from "../policy/types.ts";
+import type { CallRecord, Outcome } from "../grants/admit-call.ts";
 import type { EffectiveMode } from "../state/effective.ts";
 
 export const DECISION_ENTRY_TYPE = "pi-auto-mode/decision";
 
-/** What finally happened to the call: it ran (possibly contained) or it was stopped. */
-export type Outcome = "allowed" | "sandboxed" | "denied";
+export type { Outcome } from "../grants/admit-call.ts";
 
 export interface DecisionRecord {
   readonly toolCallId: string;
@@ -23,6 +23,6 @@ export interface DecisionRecord {
   readonly at: number;
 }
 
-export function decisionRecord(fields: Omit<DecisionRecord, "message" | "at"> & { message: string }, now: number): DecisionRecord {
+export function decisionRecord(fields: CallRecord, now: number): DecisionRecord {
   return { ...fields, message: redact(fields.message), at: now };
 }

@@ -65,7 +65,7 @@ export function evalGate(w: EvalWorkspace): GateContext {
 }
 
 /**
- * One call as the extension pays for it (src/tools/tool-call-gate.ts): the per-call preparation
+ * One call as the extension pays for it (src/grants/admit-call.ts): the per-call preparation
  * (configuration, places, repository facts, each from its stat-keyed cache), then the decision.
  */
 export function decideLikeTheExtension(tool: string, input: unknown, setup: GateSetup, backend: Backend): GateResult {

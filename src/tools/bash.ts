@@ -19,7 +19,7 @@ import {
 import { Type } from "typebox";
 import type { ExecutionTicket, TicketBook } from "../grants/tickets.ts";
 import type { SandboxController } from "../sandbox/controller.ts";
-import { SANDBOX_PERMISSIONS } from "../sandbox/escalation.ts";
+import { SANDBOX_PERMISSIONS } from "../request/escalation-ask.ts";
 import { ticketDenial } from "../policy/denial.ts";
 import type { EffectReport, HeldReviewer } from "../sandbox/effects/settle.ts";
 import type { EffectStore } from "../sandbox/effects/store.ts";

@@ -14,7 +14,7 @@ import { fauxAssistantMessage, fauxText, fauxToolCall } from "@earendil-works/pi
 import { createCodemodeExtension } from "@earendil-works/pi-coding-agent";
 import { DECISION_ENTRY_TYPE, type DecisionRecord } from "../../src/audit/decision-record.ts";
 import { resetSharedController, sharedController } from "../../src/sandbox/controller.ts";
-import { callShape, createCallsInFlight } from "../../src/tools/concurrent-calls.ts";
+import { callShape, createCallsInFlight } from "../../src/grants/concurrent-calls.ts";
 import { startPi, toolResults, type PiHarness } from "../helpers/pi-session.ts";
 
 const calls = (...c: ReturnType<typeof fauxToolCall>[]) => fauxAssistantMessage(c, { stopReason: "toolUse" });

@@ -13,8 +13,6 @@ import type { BashOperations, ExtensionContext, ExtensionToolContext, ToolCallEv
 import { buildPlaces } from "../../src/policy/places.ts";
 import { createTicketBook } from "../../src/grants/tickets.ts";
 import { CONTROLLER_PROTOCOL, createController, resetSharedController, sharedController, type SandboxController } from "../../src/sandbox/controller.ts";
-import { NO_REVIEWER, type EscalationReviewer } from "../../src/sandbox/escalation.ts";
-import { createSandboxGateLink } from "../../src/sandbox/gate-link.ts";
 import type { SpawnIo, SpawnOutcome, SpawnSpec } from "../../src/sandbox/spawn.ts";
 import { RequestError, type ProbeResult, type RunRequest, type SandboxDriver } from "../../src/sandbox/types.ts";
 import { createMemoryGlobalState } from "../../src/state/global.ts";
@@ -332,7 +330,14 @@ describe("exactly once (P9): failures are never replayed", () => {
 });
 
 describe("escalation counts through the gate and the bash tool (P7)", () => {
-  async function setup(reviewer: EscalationReviewer) {
+  /** A reviewer hook that answers every escalation the same way (or fails). */
+  const answering =
+    (answer: () => "allow" | "deny"): ReviewHook =>
+    async () =>
+      answer() === "allow"
+        ? { kind: "admit", run: "direct", review: { kind: "verdict" } as never, binding: undefined as never }
+        : { kind: "deny", text: "the reviewer denied it", review: undefined, binding: undefined, changed: undefined };
+  async function setup(review: ReviewHook | undefined) {
     const root = realpathSync(mkdtempSync(join(tmpdir(), "pi-auto-mode-sbe-")));
     roots.push(root);
     const cwd = join(root, "ws");
@@ -354,7 +359,8 @@ describe("escalation counts through the gate and the bash tool (P7)", () => {
       runtime,
       agentDir: () => join(root, "agent"),
       record: () => {},
-      sandbox: createSandboxGateLink({ admissions, reviewer: () => reviewer }),
+      ...(review ? { review } : {}),
+      tickets: admissions,
     });
     const tool = createSandboxedBashTool({ controller: () => c, admissions, settings: () => ({}), localOperations: () => local, effects: testEffects() }, cwd);
     const ctx = {
@@ -377,7 +383,7 @@ describe("escalation counts through the gate and the bash tool (P7)", () => {
   }
 
   test("without a reviewer an escalation is denied and runs zero times, in or out of the sandbox", async () => {
-    const s = await setup(NO_REVIEWER);
+    const s = await setup(undefined);
     const r = await s.call({ command: "ls", sandbox_permissions: "require_escalated", justification: "needs the host's docker socket" });
     assert.ok("blocked" in r);
     assert.match(r.blocked, /outside the sandbox.*no reviewer is configured/s);
@@ -387,12 +393,12 @@ describe("escalation counts through the gate and the bash tool (P7)", () => {
 
   test("an approved escalation runs exactly once, on the host, never in the sandbox", async () => {
     let reviews = 0;
-    const s = await setup({
-      review: async () => {
+    const s = await setup(
+      answering(() => {
         reviews++;
-        return { outcome: "allow", rationale: "ok" };
-      },
-    });
+        return "allow";
+      }),
+    );
     const r = await s.call({ command: "ls", sandbox_permissions: "require_escalated", justification: "needs the host" });
     assert.ok("result" in r);
     assert.equal(s.hostRuns(), 1);
@@ -404,11 +410,8 @@ describe("escalation counts through the gate and the bash tool (P7)", () => {
     assert.equal(s.hostRuns(), 2);
   });
 
-  test("a reviewer that throws or answers nonsense denies (P5)", async () => {
-    for (const reviewer of [
-      { review: async () => Promise.reject(new Error("timeout")) },
-      { review: async () => ({ outcome: "maybe" }) as never },
-    ] satisfies EscalationReviewer[]) {
+  test("a reviewer that throws or denies denies (P5)", async () => {
+    for (const reviewer of [async () => Promise.reject(new Error("timeout")), answering(() => "deny")] satisfies ReviewHook[]) {
       const s = await setup(reviewer);
       const r = await s.call({ command: "ls", sandbox_permissions: "require_escalated", justification: "x" });
       assert.ok("blocked" in r);
@@ -418,12 +421,12 @@ describe("escalation counts through the gate and the bash tool (P7)", () => {
 
   test("a missing justification denies before any review; a default call runs once in the sandbox", async () => {
     let reviews = 0;
-    const s = await setup({
-      review: async () => {
+    const s = await setup(
+      answering(() => {
         reviews++;
-        return { outcome: "allow", rationale: "ok" };
-      },
-    });
+        return "allow";
+      }),
+    );
     const r = await s.call({ command: "ls", sandbox_permissions: "require_escalated" });
     assert.ok("blocked" in r);
     assert.match(r.blocked, /needs a justification/);
@@ -436,12 +439,12 @@ describe("escalation counts through the gate and the bash tool (P7)", () => {
 
   test("a hard-denied command is never sent to the escalation reviewer (P3)", async () => {
     let reviews = 0;
-    const s = await setup({
-      review: async () => {
+    const s = await setup(
+      answering(() => {
         reviews++;
-        return { outcome: "allow", rationale: "ok" };
-      },
-    });
+        return "allow";
+      }),
+    );
     const r = await s.call({ command: "rm -rf ~", sandbox_permissions: "require_escalated", justification: "cleanup" });
     assert.ok("blocked" in r);
     assert.equal(reviews, 0);
@@ -470,7 +473,7 @@ describe("escalation counts through the gate and the bash tool (P7)", () => {
   });
 
   test("a bash execution without the gate's admission never runs", async () => {
-    const s = await setup(NO_REVIEWER);
+    const s = await setup(undefined);
     void s;
     const { driver, counts } = fakeDriver();
     const { c } = controllerWith(driver);
@@ -523,7 +526,7 @@ describe("how a sandboxed call sees the workspace (P6, P17)", () => {
       agentDir: () => join(root, "agent"),
       record: () => {},
       review,
-      sandbox: createSandboxGateLink({ admissions, reviewer: () => NO_REVIEWER }),
+      tickets: admissions,
     });
     const tool = createSandboxedBashTool({ controller: () => c, admissions, settings: () => ({}), effects: testEffects(join(root, "agent")) }, cwd);
     const ctx = {

@@ -12,7 +12,7 @@ import { after, describe, test } from "node:test";
 import { buildPlaces } from "../../src/policy/places.ts";
 import { selectBackend } from "../../src/sandbox/controller.ts";
 import { droppedBecause, sandboxEnv } from "../../src/sandbox/env.ts";
-import { escalationAsk } from "../../src/sandbox/escalation.ts";
+import { escalationAsk } from "../../src/request/escalation-ask.ts";
 import { computeLayout, LayoutError } from "../../src/sandbox/layout.ts";
 import { bwrapArgs, withPrelude } from "../../src/sandbox/linux/bwrap.ts";
 import { compareVersions } from "../../src/sandbox/linux/driver.ts";

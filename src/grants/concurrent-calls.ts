@@ -11,7 +11,7 @@
 // in it runs call by call and never meets this rule; it is for scripts and unknown tools.
 
 import { TOOLS } from "../request/tools.ts";
-import type { Outcome } from "../audit/decision-record.ts";
+import type { Outcome } from "./admit-call.ts";
 
 /** Tools whose judgement rests on the file system as it was when judged. */
 const FILE_TOOLS: ReadonlySet<string> = new Set(Object.entries(TOOLS).flatMap(([name, t]) => (t.action === "shell" ? [] : [name])));

@@ -1,0 +1,315 @@
+// The path of one tool call, from its input to what may run (DESIGN.md §2), without Pi: the
+// request is judged (policy), a review route or an escalation goes through the one review path,
+// a call judged beside an unfinished one is held back, and what passes gets its execution
+// ticket. The `tool_call` edge (tools/tool-call-gate.ts) only translates Pi's event to a
+// GateCall and the outcome back; the CLI and tests can drive this directly.
+
+import { homedir } from "node:os";
+import type { ConfigResult } from "../policy/config/load.ts";
+import { concurrentDenial, decisionDenial, denialBody, escalationDenial, escalationInvalidDenial } from "../policy/denial.ts";
+import { decide, prepareGate, type GateContext, type GateResult } from "../policy/gate.ts";
+import { guardedByInstall, installTrust } from "../policy/install-trust.ts";
+import type { Backend, Decision, ReasonCode, Route } from "../policy/types.ts";
+import { escalationAsk } from "../request/escalation-ask.ts";
+import type { TokenBudget } from "../review/budget.ts";
+import type { EngineLimits } from "../review/engine.ts";
+import type { EffectiveMode } from "../state/effective.ts";
+import { readEnabled } from "../state/global.ts";
+import { defaultTmpRoot, selfPaths } from "../state/locations.ts";
+import type { RuntimeState } from "../state/runtime-state.ts";
+import type { ReviewAdmission } from "./admit.ts";
+import { callShape, type CallShape, type CallsInFlight } from "./concurrent-calls.ts";
+import type { HostReason, TicketBook, WorkspaceAccess } from "./tickets.ts";
+
+/** One tool call as the gate sees it. */
+export interface GateCall {
+  readonly toolCallId: string;
+  readonly parentToolCallId: string | undefined;
+  readonly toolName: string;
+  readonly input: unknown;
+  readonly cwd: string;
+}
+
+/** What finally happened to the call: it ran (possibly contained) or it was stopped. */
+export type Outcome = "allowed" | "sandboxed" | "denied";
+
+/** Where an admitted call runs, or why it does not. */
+export type GateOutcome =
+  | { readonly kind: "run-here" }
+  | { readonly kind: "run-sandboxed"; readonly workspace: WorkspaceAccess }
+  | { readonly kind: "run-on-host-once" }
+  | { readonly kind: "deny"; readonly text: string };
+
+/** What the gate decided, for the audit entry (redacted there) and the status line. */
+export interface CallRecord {
+  readonly toolCallId: string;
+  readonly parentToolCallId: string | undefined;
+  readonly tool: string;
+  readonly mode: EffectiveMode;
+  readonly route: Route;
+  readonly reason: ReasonCode;
+  readonly outcome: Outcome;
+  readonly hash: string | undefined;
+  readonly message: string;
+}
+
+/** A review the gate asks for: of a review route, or of an escalation out of the sandbox. */
+export interface ReviewAsk {
+  readonly request: NonNullable<GateResult["request"]>;
+  readonly decision: Decision;
+  /** The gate's decision for the call as its input is now (for the binding check). */
+  readonly rejudge: () => GateResult;
+  readonly limits?: Partial<EngineLimits>;
+}
+
+/** What the edge provides for this one call. */
+export interface CallEnv {
+  /** The reviewer for this call (it needs the call's transcript and model registry); without it review routes are denied. */
+  readonly review?: (ask: ReviewAsk) => Promise<ReviewAdmission>;
+  readonly record: (r: CallRecord) => void;
+  /** Auto mode is off (perhaps just turned off by another process). */
+  readonly off?: () => void;
+}
+
+export interface AdmitDeps {
+  readonly runtime: RuntimeState;
+  readonly agentDir: () => string;
+  /** Where admitted bash calls are told where to run; without it no call runs sandboxed. */
+  readonly tickets?: TicketBook;
+  /** Admitted calls not finished yet: a judgement is not made stale by a call running beside it. */
+  readonly inFlight?: CallsInFlight;
+  /** Resolves when the sandbox backend is known (the probe has run); shell calls wait for it. */
+  readonly ready?: () => Promise<unknown>;
+  /**
+   * The running copy of auto mode (its package's real path) and the environment Pi started with:
+   * its files are protected like auto mode's state, and a copy the agent can write gates only
+   * plain reads (policy/install-trust.ts).
+   */
+  readonly install?: { readonly root: string; readonly env: NodeJS.ProcessEnv };
+}
+
+/** Tools whose route depends on the sandbox backend. */
+const BACKEND_BOUND = new Set(["bash", "powershell"]);
+
+/** Modes in which a `review` route goes to the reviewer (not off, unrestricted or at fault). */
+const REVIEWING: ReadonlySet<EffectiveMode> = new Set(["auto", "auto-review-only", "auto-sandbox-unavailable"]);
+
+/** Modes in which the gate judges calls; an escalation there needs its own review. */
+const GATED: ReadonlySet<EffectiveMode> = new Set(["auto", "auto-review-only", "auto-sandbox-unavailable", "auto-config-fault"]);
+
+/** Decisions that hold even in an unrestricted runtime: wiping disks, disabling the gate itself. */
+const ALWAYS_DENIED = new Set(["hard-deny", "self-protection"]);
+
+const NO_ESCALATION_REVIEWER =
+  "Running outside the sandbox needs a reviewer model's approval, and no reviewer is configured yet (the user can set one with /perm-auto-model).";
+
+export function denialText(d: Decision, mode?: EffectiveMode): string {
+  return decisionDenial(d, mode === "auto-config-fault");
+}
+
+export function createCallGate(deps: AdmitDeps): (call: GateCall, env: CallEnv) => Promise<GateOutcome> {
+  let tmpRoot: string | undefined;
+  return async (call, env) => {
+    const runtime = deps.runtime;
+    // Re-read at every gate (a stat when nothing changed): another process's commit applies now (P12).
+    const global = await runtime.global.read();
+    if (!readEnabled(global)) {
+      env.off?.();
+      issue(deps, call, { passed: "allowed", host: "gate-off", backend: runtime.backend() });
+      return { kind: "run-here" };
+    }
+    if (BACKEND_BOUND.has(call.toolName)) await deps.ready?.();
+    tmpRoot ??= defaultTmpRoot();
+    const gate = gateFor(deps, call.cwd, tmpRoot);
+    // Every judgement of this call, the first and the re-judgements at review, is guarded the same way.
+    const judge = (): GateResult => {
+      const r = decide(call.toolName, call.input, gate.context, runtime.backend());
+      return gate.trust ? { ...r, decision: guardedByInstall(gate.trust, r.decision) } : r;
+    };
+    const result = judge();
+    const mode = runtime.effective(gate.context.config.ok ? "ok" : "fault");
+    const limits = reviewLimits(gate.context.config);
+    let step = await reviewStep(call, env, result, judge, mode, limits);
+    // Nobody would run it contained: deny rather than let Pi's own bash run it bare (P5).
+    if (step.outcome === "sandboxed" && !deps.tickets) step = { ...step, outcome: "denied" };
+    // Judged against files another admitted call may change before this one runs (a parallel
+    // batch, a script's concurrent calls): this judgement could be stale when it runs (P5).
+    let shape: CallShape | undefined;
+    if (step.outcome !== "denied" && mode !== "unrestricted" && deps.inFlight) {
+      shape = callShape({ id: call.toolCallId, parentId: call.parentToolCallId, tool: call.toolName }, step.outcome);
+      const other = deps.inFlight.conflict(shape);
+      if (other) step = { outcome: "denied", denial: concurrentDenial(call.toolName, other), reviewed: false, escalated: false };
+    }
+    env.record({
+      toolCallId: call.toolCallId,
+      parentToolCallId: call.parentToolCallId,
+      tool: call.toolName,
+      mode,
+      route: result.decision.route,
+      reason: result.decision.reason,
+      outcome: step.outcome,
+      hash: result.request?.hash,
+      message: step.denial !== undefined && shape !== undefined ? denialBody(step.denial) : result.decision.message,
+    });
+    if (step.outcome === "denied") return { kind: "deny", text: step.denial ?? denialText(result.decision, mode) };
+    // What was judged is what runs: a later extension that rewrites the input now throws, which blocks the call.
+    deepFreeze(call.input);
+    if (shape) deps.inFlight?.admit(shape);
+    const backend = runtime.backend();
+    if (step.outcome === "sandboxed") {
+      const workspace = workspaceAccess(backend, result.decision, step.reviewed);
+      issue(deps, call, { passed: "sandboxed", gate: gate.context, backend, workspace });
+      return { kind: "run-sandboxed", workspace };
+    }
+    const host: HostReason | undefined =
+      mode === "unrestricted" ? "unrestricted" : step.escalated ? "escalation-approved" : backend === "review-only" ? "review-only" : undefined;
+    issue(deps, call, { passed: "allowed", host, backend });
+    return step.escalated ? { kind: "run-on-host-once" } : { kind: "run-here" };
+  };
+}
+
+/** The gate context for this call's working directory, and whether the running copy can be trusted. */
+function gateFor(deps: AdmitDeps, cwd: string, tmpRoot: string): { context: GateContext; trust: ReturnType<typeof installTrust> | undefined } {
+  const agentDir = deps.agentDir();
+  const install = deps.install;
+  const setup = { cwd, home: homedir(), agentDir, defaultTmpRoot: tmpRoot };
+  const context = prepareGate({ ...setup, selfPaths: install ? [...selfPaths(agentDir), install.root] : selfPaths(agentDir) });
+  const trust = install && installTrust(install.root, context.judge.places, install.env);
+  // The copy the user develops (opted in) is theirs and the agent's to edit.
+  if (trust?.kind === "writable" && trust.optedIn) return { context: prepareGate({ ...setup, selfPaths: selfPaths(agentDir) }), trust };
+  return { context, trust };
+}
+
+interface Step {
+  readonly outcome: Outcome;
+  readonly denial?: string;
+  /** Admitted by a reviewer (a git command then runs with .git writable where nothing can be staged). */
+  readonly reviewed: boolean;
+  /** An approved escalation: runs once on the host. */
+  readonly escalated: boolean;
+}
+
+/** The deterministic decision, then the review it asks for: of an escalation out of the sandbox, or of a review route. */
+async function reviewStep(
+  call: GateCall,
+  env: CallEnv,
+  result: GateResult,
+  judge: () => GateResult,
+  mode: EffectiveMode,
+  limits: Partial<EngineLimits>,
+): Promise<Step> {
+  const plain: Step = { outcome: outcomeFor(result.decision, mode), reviewed: false, escalated: false };
+  const review = env.review && result.request && REVIEWING.has(mode) ? env.review : undefined;
+  // A bash call asking to leave the sandbox gets a fresh review of its own (P7), or a denial.
+  const ask = call.toolName === "bash" && GATED.has(mode) ? escalationAsk(call.input) : { kind: "default" as const };
+  if (ask.kind === "invalid") return { ...plain, outcome: "denied", denial: escalationInvalidDenial(ask.problem) };
+  if (ask.kind === "escalated") {
+    // A deterministic deny of the command itself is never put to a reviewer (P3).
+    if (result.decision.route === "deny") return { ...plain, outcome: "denied", denial: escalationDenial(result.decision.message) };
+    if (!review) return { ...plain, outcome: "denied", denial: escalationDenial(NO_ESCALATION_REVIEWER) };
+    let admission: ReviewAdmission;
+    try {
+      admission = await review({
+        request: result.request!,
+        decision: escalationDecision(result.decision, ask.justification),
+        // The binding re-judges the live input the same way, so a changed command or justification denies (P8).
+        rejudge: () => asEscalation(judge()),
+        limits,
+      });
+    } catch (e) {
+      return {
+        ...plain,
+        outcome: "denied",
+        denial: escalationDenial(`The escalation review failed (${(e as Error)?.message ?? String(e)}), so the command does not run outside the sandbox.`),
+      };
+    }
+    if (admission.kind === "deny") return { ...plain, outcome: "denied", denial: escalationDenial(denialBody(admission.text)) };
+    return { outcome: "allowed", reviewed: true, escalated: true };
+  }
+  if (result.decision.route !== "review" || !review) return plain;
+  const admission = await review({ request: result.request!, decision: result.decision, rejudge: judge, limits });
+  if (admission.kind === "deny") return { ...plain, outcome: "denied", denial: admission.text };
+  if (admission.run !== "sandbox") return { outcome: "allowed", reviewed: true, escalated: false };
+  // An allow never removes containment (P7): the call takes the sandbox route's way.
+  const contained = { ...result.decision, route: "sandbox" as const };
+  const outcome = outcomeFor(contained, mode);
+  return { outcome, reviewed: true, escalated: false, ...(outcome === "denied" ? { denial: denialText(contained, mode) } : {}) };
+}
+
+/**
+ * The ticket for a bash call that passed: where it runs. A sandboxed backend runs no shell on the
+ * host but an approved escalation: without a host reason there, no ticket is left (P6, P7).
+ */
+function issue(
+  deps: AdmitDeps,
+  call: GateCall,
+  pass:
+    | { readonly passed: "sandboxed"; readonly gate: GateContext; readonly backend: Backend; readonly workspace: WorkspaceAccess }
+    | { readonly passed: "allowed"; readonly host: HostReason | undefined; readonly backend: Backend },
+): void {
+  if (!deps.tickets || call.toolName !== "bash") return;
+  const command = (call.input as { command?: unknown } | null)?.command;
+  if (typeof command !== "string") return;
+  if (pass.passed === "sandboxed") {
+    deps.tickets.admit(call.toolCallId, {
+      placement: "sandbox",
+      command,
+      scope: { places: pass.gate.judge.places, protectedGlobs: pass.gate.judge.protectedGlobs },
+      backend: pass.backend,
+      workspace: pass.workspace,
+    });
+    return;
+  }
+  if (pass.host === undefined) return;
+  deps.tickets.admit(call.toolCallId, { placement: "host", command, why: pass.host, backend: pass.backend });
+}
+
+function deepFreeze(v: unknown, seen: WeakSet<object> = new WeakSet()): void {
+  if (typeof v !== "object" || v === null || seen.has(v)) return;
+  seen.add(v);
+  // A frozen object may still hold unfrozen ones (another extension's shallow Object.freeze of the
+  // input): descend anyway, or a later rewrite of a nested field would run unjudged (P8).
+  Object.freeze(v);
+  for (const child of Object.values(v)) deepFreeze(child, seen);
+}
+
+/**
+ * How a sandboxed call sees the workspace: staged wherever the machine can stage; in place
+ * otherwise, with .git writable only for a git command a reviewer just approved (P17's fallback).
+ */
+function workspaceAccess(backend: Backend, d: Decision, reviewed: boolean): WorkspaceAccess {
+  if (backend === "sandboxed") return "staged";
+  return reviewed && (d.reason === "git-local" || d.reason === "git-hooks") ? "direct-git" : "direct";
+}
+
+/** The review question for a call asking to leave the sandbox: the command, and why it asks. */
+function escalationDecision(d: Decision, justification: string): Decision {
+  return {
+    route: "review",
+    reason: "sandbox-escalation",
+    message: `asks to run outside the OS sandbox, without its file, network and process containment; the agent's justification (untrusted): ${JSON.stringify(justification)}. The gate's own judgement of the command: ${d.message}`,
+  };
+}
+
+/** A re-judged escalation: still a review unless the command itself is now denied. */
+function asEscalation(r: GateResult): GateResult {
+  if (r.decision.route === "deny") return r;
+  const ask = escalationAsk(r.request?.input);
+  return { ...r, decision: escalationDecision(r.decision, ask.kind === "escalated" ? ask.justification : "") };
+}
+
+/** The user's reviewer limits from auto-mode.json, in the engine's terms. */
+function reviewLimits(config: ConfigResult): Partial<EngineLimits> {
+  if (!config.ok) return {};
+  const { maxInputTokens, deadlineMs } = config.config.reviewer;
+  return { ...(maxInputTokens !== undefined ? { budget: maxInputTokens as TokenBudget } : {}), ...(deadlineMs !== undefined ? { deadlineMs } : {}) };
+}
+
+function outcomeFor(d: Decision, mode: EffectiveMode): Outcome {
+  if (mode === "unrestricted") return d.route === "deny" && ALWAYS_DENIED.has(d.reason) ? "denied" : "allowed";
+  if (d.route === "allow") return "allowed";
+  // The sandbox route only exists under the sandboxed backend, and `auto` says it is healthy now.
+  if (d.route === "sandbox") return mode === "auto" ? "sandboxed" : "denied";
+  // A review route runs only through the reviewer (above); without one it cannot run (P5).
+  return "denied";
+}
