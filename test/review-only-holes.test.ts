@@ -79,6 +79,10 @@ hostile("(a) identity secrets read by programs other than cat", "review", [
   "ssh-keygen -y -f ~/.ssh/id_ed25519",
   "wc --files0-from=~/.ssh/id_ed25519",
   "make KEY=~/.ssh/id_ed25519",
+  // A name below a secret's directory may hold brackets or separators, which spare a look-up, not the secret.
+  'gzip -c "$HOME/.ssh/id_ed25519 (copy)"',
+  "xz -c ~/'.ssh/id_ed25519;old'",
+  'zstd -c "{{home}}/.aws/credentials[1]"',
 ]);
 
 hostile("(b) options that run commands, load code or write outside", "contain", [

@@ -13,6 +13,9 @@ import {
   newBudget,
   newScriptState,
   redirectWrites,
+  secretByText,
+  TEXT_LIKE,
+  URL_LIKE,
   setCwds,
   spend,
   TooComplex,
@@ -482,8 +485,13 @@ function argumentSecretRead(inv: Invocation, an: Analyzer, operandsJudged: boole
   let bare: boolean | undefined;
   const check = (a: Arg, c: string): Finding | undefined => {
     // A URL, or code and text (quotes, brackets, separators: no listed secret's name has them, and a
-    // link with such a name to a secret was a read of it when it was made), needs no look-up.
-    if (c === "" || NOT_A_PATH.test(c)) return undefined;
+    // link with such a name to a secret was a read of it when it was made), needs no look-up; the
+    // text is still compared with the secrets, as a name below one may have them (`id_rsa (copy)`).
+    if (c === "" || URL_LIKE.test(c)) return undefined;
+    if (TEXT_LIKE.test(c)) {
+      const home = c.charCodeAt(0) === 126 /* ~ */ && (c.length === 1 || c.charCodeAt(1) === 47);
+      return secretByText(an.env, an.state, home ? an.env.home + c.slice(1) : c, false) ? finding("review", "identity-secret", `${inv.name} reads ${c}, an identity secret`) : undefined;
+    }
     if (c.charCodeAt(0) === 126 /* ~ */ && (c.length === 1 || c.charCodeAt(1) === 47)) {
       const r = check(a, an.env.home + c.slice(1));
       if (r) return r;
@@ -526,7 +534,6 @@ function argumentSecretRead(inv: Invocation, an: Analyzer, operandsJudged: boole
   return undefined;
 }
 
-const NOT_A_PATH = /^[a-z][a-z0-9+.-]*:\/\/|[()[\]{};|<>'"`\n]/i;
 
 /**
  * Options whose presence makes a tool run code the gate does not read (`gcc -wrapper`, `-fplugin`,

@@ -420,15 +420,20 @@ export function judgeRead(env: ShellEnv, state: ScriptState, arg: Arg, recursive
 /** The first word of the script that names an identity secret or a directory holding one, if any. */
 export function namesSecret(env: ShellEnv, state: ScriptState): string | undefined {
   const memo = state.secretWord;
+  // The cwds hold during one pass, so a value met again (the same path in several commands) has its answer.
+  const checked = new Set<string>();
   for (; memo.checked < state.words.length && memo.found === undefined; memo.checked++) {
     const w = state.words[memo.checked]!;
     if (w.value === null) continue;
     // `env HOME=/x cmd`, `make KEY=~/.ssh/k`: an assignment given as an argument names its value as
     // a prefix assignment does (the parser lists a prefix assignment's value as a word of its own).
-    const assigned = ASSIGNMENT.exec(w.value);
+    const assigned = w.value.includes("=") ? ASSIGNMENT.exec(w.value) : null;
     for (const v of assigned ? [w.value, assigned[1]!] : [w.value]) {
       // Only words that look like paths: a bare word is a path only after a `cd`, which is read statically.
       if (v === "" || !(v.includes("/") || v.startsWith("."))) continue;
+      const key = w.glob ? `\0${v}` : v;
+      if (checked.has(key)) continue;
+      checked.add(key);
       if (w.glob ? globMayNameSecret(env, state, v, true) : holdsSecret(env, state, v)) {
         memo.found = v;
         break;
@@ -440,7 +445,33 @@ export function namesSecret(env: ShellEnv, state: ScriptState): string | undefin
 
 const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*=(.*)$/s;
 
+/** A URL: a path only as a relative name no one gives a file. */
+export const URL_LIKE = /^[a-z][a-z0-9+.-]*:\/\//i;
+
+/**
+ * Code and text (quotes, brackets, separators): no listed secret's name has these, and a link so
+ * named to a secret was a read of the secret when it was made, so such a word is not looked up.
+ * Its text may still lie under a secret (`$HOME/.ssh/id_rsa (copy)`): see secretByText.
+ */
+export const TEXT_LIKE = /[()[\]{};|<>'"`\n]/;
+
+/**
+ * Whether a static path is, lies under or holds an identity secret by its text alone, resolved
+ * from each possible cwd without a look-up (undefined when a cwd is unknown).
+ */
+export function secretByText(env: ShellEnv, state: ScriptState, value: string, holds: boolean): boolean | undefined {
+  const { places } = env;
+  for (const cwd of isAbsolute(value) ? ["/"] : state.cwds) {
+    if (cwd === null) return undefined;
+    const lexical = resolve(cwd, value);
+    if (isIdentitySecret(places, lexical, lexical) || (holds && containsIdentitySecret(places, lexical, lexical))) return true;
+  }
+  return false;
+}
+
 function holdsSecret(env: ShellEnv, state: ScriptState, value: string): boolean {
+  if (URL_LIKE.test(value)) return false;
+  if (TEXT_LIKE.test(value)) return secretByText(env, state, value, true) === true;
   return (locate(state, value) ?? []).some((p) => isIdentitySecret(env.places, p.lexical, p.real) || containsIdentitySecret(env.places, p.lexical, p.real));
 }
 
