@@ -269,7 +269,8 @@ export interface StatSource {
 }
 
 export function classifyWrite(places: Places, lexical: string, real: string, facts?: StatSource): WriteTarget {
-  const both = [lexical, real];
+  // Most paths have no symlink on the way: one spelling to test, not two.
+  const both = lexical === real ? [real] : [lexical, real];
   if (both.some((p) => underAnyFolded(places.selfProtected, p))) return { kind: "self" };
   if (both.some(isHarmlessDevice)) return { kind: "harmless-device" };
   if (both.some(isRawDevice)) return { kind: "raw-device" };
@@ -296,14 +297,14 @@ export function classifyWrite(places: Places, lexical: string, real: string, fac
 const PROCESS_ENVIRONMENT = /^\/proc\/(\d+|self|thread-self)(\/task\/\d+)?\/environ$/;
 
 export function isIdentitySecret(places: Places, lexical: string, real: string): boolean {
-  if (PROCESS_ENVIRONMENT.test(real) || PROCESS_ENVIRONMENT.test(lexical)) return true;
-  return [lexical, real].some((p) => underAnyFolded(places.identitySecrets, p));
+  if (PROCESS_ENVIRONMENT.test(real) || (lexical !== real && PROCESS_ENVIRONMENT.test(lexical))) return true;
+  return underAnyFolded(places.identitySecrets, real) || (lexical !== real && underAnyFolded(places.identitySecrets, lexical));
 }
 
 /** A recursive read of this directory would read identity secrets below it. */
 export function containsIdentitySecret(places: Places, lexical: string, real: string): boolean {
   const index = listIndex(places.identitySecrets);
-  return holdsIndexed(index, lexical) || holdsIndexed(index, real);
+  return holdsIndexed(index, real) || (lexical !== real && holdsIndexed(index, lexical));
 }
 
 function hasOtherHardLinks(p: string, facts: StatSource | undefined): boolean {

@@ -145,6 +145,12 @@ function walk(base: string, parts: string[], hops: number, lstat: Lstat = plainL
   return { real: current, exists: true };
 }
 
+/** join(dir, name) for a normalized absolute directory and a plain name, without normalizing the whole path again. */
+function childOf(dir: string, name: string): string {
+  if (name === "" || name === "." || name === "..") return join(dir, name);
+  return dir === "/" ? `/${name}` : `${dir}/${name}`;
+}
+
 /** What an entry is, without following a symlink at its own name. */
 export type EntryKind = "file" | "directory" | "symlink" | "other";
 
@@ -319,7 +325,7 @@ export class PathFacts {
     // The parent first: nothing lies below a directory that does not exist, so a path with
     // several missing components costs one look-up, at the first of them.
     const up = known === undefined ? this.real(parent) : undefined;
-    if (up !== undefined && !up.exists) return { real: join(up.real, basename(p)), exists: false };
+    if (up !== undefined && !up.exists) return { real: childOf(up.real, basename(p)), exists: false };
     const kind = up === undefined ? this.kind(p) : this.entryKind(up.real, basename(p), p);
     if (kind === "symlink") {
       // Symlinks are rare: the kernel's own resolution, uncached (a dangling or looping one by resolveReal's walk).
@@ -335,7 +341,7 @@ export class PathFacts {
     }
     if (known !== undefined && kind === "directory") return { real: known, exists: true };
     // An existing entry has an existing parent; a missing one keeps the missing part.
-    return { real: join((up ?? this.real(parent)).real, basename(p)), exists: kind !== undefined };
+    return { real: childOf((up ?? this.real(parent)).real, basename(p)), exists: kind !== undefined };
   }
 
   /** resolvePhysical(base, relative), with the walk's look-ups shared. */
