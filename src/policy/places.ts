@@ -301,6 +301,11 @@ export function isIdentitySecret(places: Places, lexical: string, real: string):
   return underAnyFolded(places.identitySecrets, real) || (lexical !== real && underAnyFolded(places.identitySecrets, lexical));
 }
 
+/** Whether `p` is or holds (is an ancestor of) some location of the list. */
+export function holdsAny(list: readonly string[], p: string): boolean {
+  return holdsIndexed(listIndex(list), p);
+}
+
 /** A recursive read of this directory would read identity secrets below it. */
 export function containsIdentitySecret(places: Places, lexical: string, real: string): boolean {
   const index = listIndex(places.identitySecrets);

@@ -6,6 +6,7 @@ import { PathFacts, type FreshDir } from "../../request/paths.ts";
 import {
   classifyWrite,
   containsIdentitySecret,
+  holdsAny,
   isHarmlessDevice,
   isIdentitySecret,
   isWithin,
@@ -387,6 +388,8 @@ export function heldSelf(env: ShellEnv, p: Located): string | undefined {
 
 export function heldSelves(env: ShellEnv, p: Located): string[] {
   const { workspace, workspaceLexical } = env.places;
+  // Most paths hold none: the list's index says so without a comparison per entry.
+  if (!holdsAny(env.places.selfProtected, p.real) && (p.lexical === p.real || !holdsAny(env.places.selfProtected, p.lexical))) return [];
   const holdsWorkspace = isWithin(p.real, workspace) || isWithin(p.lexical, workspaceLexical);
   return env.places.selfProtected.filter((s) => (isWithin(p.real, s) || isWithin(p.lexical, s)) && !(holdsWorkspace && isWithin(workspace, s)));
 }
