@@ -4,6 +4,8 @@
 // workspace, with the shell environment built the way prepareGate builds it.
 
 import assert from "node:assert/strict";
+import { linkSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { buildEvalWorkspace, type EvalWorkspace } from "../src/eval/workspace.ts";
 import { prepareGate } from "../src/policy/gate.ts";
@@ -781,5 +783,22 @@ describe("writes below a directory that holds auto mode's own files are denied",
     ["docker run -v ~/.pi/agent:/a alpine true", "deny", "self-protection"],
     ["tar -xzf vendor.tgz -C build", "workspace-write"],
     ["git clone https://github.com/acme/lib vendor/lib", "contain"],
+  ]);
+});
+
+describe("a file with other hard links: removing a name leaves them alone, rewriting the data does not", () => {
+  before(() => {
+    mkdirSync(join(w.ws, "linked"));
+    writeFileSync(join(w.home, "elsewhere.txt"), "data\n");
+    linkSync(join(w.home, "elsewhere.txt"), join(w.ws, "linked", "hard.txt"));
+  });
+  table([
+    ["rm linked/hard.txt", "workspace-write", "workspace-write"],
+    ["unlink linked/hard.txt", "workspace-write", "workspace-write"],
+    // A pattern's matches are work that cannot be regenerated, hard links or not.
+    ["rm -f linked/*", "review", "destructive"],
+    ["truncate -s 0 linked/hard.txt", "contain", "outside-writable-roots"],
+    ["shred linked/hard.txt", "contain", "outside-writable-roots"],
+    ["echo x > linked/hard.txt", "contain", "outside-writable-roots"],
   ]);
 });

@@ -13,6 +13,7 @@ import {
   memo,
   protectedComponent,
   type Places,
+  type StatSource,
 } from "../places.ts";
 import pathData from "../data/paths.json" with { type: "json" };
 import commandData from "../data/commands.json" with { type: "json" };
@@ -353,7 +354,7 @@ export const isBuildDefinition = memo((name: string) => {
   return BUILD_DEFINITIONS.some((r) => r.test(lower));
 });
 
-export function writeFinding(env: ShellEnv, p: Located, shown: string, what: string, facts?: PathFacts): Finding {
+export function writeFinding(env: ShellEnv, p: Located, shown: string, what: string, facts?: StatSource): Finding {
   const target = classifyWrite(env.places, p.lexical, p.real, facts);
   switch (target.kind) {
     case "self":

@@ -1,7 +1,7 @@
 // Commands that create, change or remove files named by their arguments.
 
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
-import { below, isRegenerableName, isWithin, memo } from "../../places.ts";
+import { below, isRegenerableName, isWithin, memo, type StatSource } from "../../places.ts";
 import { expandGlob, globToRegExp, heldSelf, heldSelves, isDownloaded, judgeRead, judgeWrite, locate, markDownloaded, spend, WRITE_STEPS, writeFinding, type Located, type ShellEnv } from "../env.ts";
 import { finding, strictest, type Finding } from "../finding.ts";
 import { DYNAMIC, hasFlag, operands, optionValues, staticArg, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
@@ -100,6 +100,9 @@ function matchesInside(env: ShellEnv, dir: Located, shown: string, how: DestroyH
   return finding("review", "destructive", `${how.verb} removes every match of ${shown} in the workspace`);
 }
 
+const UNLINKS = new Set(["rm", "rmdir", "unlink"]);
+const ONE_LINK: StatSource = { fileLinks: () => 1 };
+
 /** One place a removal may hit. Only the workspace's own regenerable output is cleanup. */
 function destroyFinding(env: ShellEnv, p: Located, shown: string, how: DestroyHow, an: Analyzer): Finding {
   const ws = env.places.workspace;
@@ -109,7 +112,9 @@ function destroyFinding(env: ShellEnv, p: Located, shown: string, how: DestroyHo
   if (p.real !== ws && isWithin(p.real, ws)) return finding("review", "destructive", `${verb} removes ${shown}, which contains the whole workspace`);
   const own = heldSelf(env, p);
   if (own) return finding("deny", "self-protection", `${verb} removes ${shown}, which holds ${own}, auto mode's own configuration or state or the settings that load it`);
-  const where = writeFinding(env, p, shown, `${verb} changes`, an.state.facts);
+  // Removing a name leaves a file's other hard links and their data alone: only what rewrites the
+  // data (truncate, shred) may change a file outside through one, so only it needs the link count.
+  const where = writeFinding(env, p, shown, `${verb} changes`, UNLINKS.has(verb) ? ONE_LINK : an.state.facts);
   if (where.cls !== "workspace-write" || !isWithin(ws, p.real)) return where; // protected, outside, or the temporary root (scratch)
   if (how.alwaysReview) return finding("review", "destructive", `${verb} irrecoverably destroys ${shown}`);
   if (p.real === ws) return finding("review", "destructive", `${verb} removes ${shown}, the whole workspace`);
