@@ -83,6 +83,8 @@ hostile("(a) identity secrets read by programs other than cat", "review", [
   'gzip -c "$HOME/.ssh/id_ed25519 (copy)"',
   "xz -c ~/'.ssh/id_ed25519;old'",
   'zstd -c "{{home}}/.aws/credentials[1]"',
+  // A process substitution is a pipe, but a program may read the names it carries and open them.
+  "tar -c -T <(echo ~/.ssh/id_ed25519) -f {{tmp}}/k.tar",
 ]);
 
 hostile("(b) options that run commands, load code or write outside", "contain", [
