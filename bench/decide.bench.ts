@@ -56,14 +56,18 @@ function once(fn: () => unknown): number {
 }
 
 /**
- * Two views of the same calls, after one untimed warm-up round:
+ * Two views of the same calls, after untimed warm-up rounds (WARM_UP_ROUNDS: the gate runs
+ * thousands of times a session, so the figure that matters is the JIT's steady state; the first
+ * calls' cost is the start-up bench's):
  * - `single`: every call timed once per round, every sample kept, so GC pauses and scheduler
  *   noise from other processes on the machine land in p99 and max;
  * - `median5`: one sample per call, the median of 5 back-to-back runs (what `eval` reports as
  *   decide_us): the cost of the decision itself, without stray pauses.
  */
+const WARM_UP_ROUNDS = 3;
+
 function timeEach<T>(items: readonly T[], rounds: number, fn: (item: T) => unknown): { single: Stats; median5: Stats } {
-  for (const item of items) fn(item);
+  for (let r = 0; r < WARM_UP_ROUNDS; r++) for (const item of items) fn(item);
   const single: number[] = [];
   for (let r = 0; r < rounds; r++) for (const item of items) single.push(once(() => fn(item)));
   const median5 = items.map((item) => {
