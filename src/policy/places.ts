@@ -125,7 +125,9 @@ const PROTECTED_NAMES = new Set(pathData.protectedNames.map(lower));
 const PROTECTED_FILES = new Set(pathData.protectedFileNames.map(lower));
 const PROTECTED_SEQUENCES = pathData.protectedSequences.map((seq) => seq.map(lower));
 const RAW_DEVICES = pathData.rawDevices.map((r) => new RegExp(r));
-const HARMLESS_DEVICES = pathData.harmlessDevices.map((r) => (r.startsWith("^") ? new RegExp(r) : new RegExp(`^${r.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}$`)));
+const HARMLESS_DEVICES = pathData.harmlessDevices.map((r) =>
+  r.startsWith("^") ? new RegExp(r) : new RegExp(`^${r.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}$`),
+);
 const REGENERABLE = new Set(pathData.regenerableDirs.map(lower));
 
 // Spellings other file systems treat as the same name: HFS+ ignores these code points
@@ -316,7 +318,7 @@ function hasOtherHardLinks(p: string, facts: StatSource | undefined): boolean {
   if (facts) return (facts.fileLinks(p) ?? 1) > 1;
   try {
     const st = statSync(p, { throwIfNoEntry: false });
-    return st !== undefined && st.isFile() && st.nlink > 1;
+    return st?.isFile() === true && st.nlink > 1;
   } catch {
     return false;
   }

@@ -410,7 +410,8 @@ export class PathFacts {
     if (this.stats.has(p) || this.kinds.has(p)) return this.kind(p);
     const cached = dirCache.get(dir);
     // A listed name of unknown kind (DT_UNKNOWN) is looked up; a name the listing lacks has no entry.
-    const held = cached === undefined ? undefined : cached.kinds.has(name) ? cached.kinds.get(name) : cached.listing && !cached.listing.set.has(name) ? null : undefined;
+    const held =
+      cached === undefined ? undefined : cached.kinds.has(name) ? cached.kinds.get(name) : cached.listing && !cached.listing.set.has(name) ? null : undefined;
     let entries: DirEntries | undefined;
     try {
       // Stamping the directory only to look one entry up would cost a call more than the entry itself.
@@ -441,7 +442,7 @@ export class PathFacts {
       // Looked up during this call already (its own kind was not known): a stamp at no cost.
       if (!stamp && !(this.stats.get(dir) instanceof Stats)) return undefined;
       const st = this.lstatOnly(dir);
-      if (!st || !st.isDirectory()) {
+      if (!st?.isDirectory()) {
         this.valid.set(dir, null);
         return undefined;
       }

@@ -53,13 +53,18 @@ function assertWithinBudget(command: string): void {
   const a = analyzeShell(command, prepareGate(setup).judge.shell);
   if (a.steps <= ANALYSIS_STEPS) return;
   const stopped = a.verdict.reason === "shell-unparseable" && /too complex to judge quickly/.test(a.verdict.detail);
-  assert.ok(stopped || a.verdict.cls === "deny", `${a.steps} steps spent (bound ${ANALYSIS_STEPS}), verdict ${a.verdict.cls}/${a.verdict.reason}: ${a.verdict.detail}`);
+  assert.ok(
+    stopped || a.verdict.cls === "deny",
+    `${a.steps} steps spent (bound ${ANALYSIS_STEPS}), verdict ${a.verdict.cls}/${a.verdict.reason}: ${a.verdict.detail}`,
+  );
 }
 
 const BACKENDS: readonly Backend[] = ["sandboxed", "review-only", "sandboxed-unstaged", "unavailable"];
 const g = grammar(3, "small");
 /** A fragment repeated: long lists, so that some commands reach the analysis budget. */
-const repeated = fc.tuple(g.command, fc.integer({ min: 2, max: 400 }), fc.constantFrom("; ", " && ", " | ", "\n")).map(([c, n, sep]) => Array.from({ length: n }, () => c).join(sep));
+const repeated = fc
+  .tuple(g.command, fc.integer({ min: 2, max: 400 }), fc.constantFrom("; ", " && ", " | ", "\n"))
+  .map(([c, n, sep]) => Array.from({ length: n }, () => c).join(sep));
 const commands = fc.oneof({ weight: 6, arbitrary: g.command }, { weight: 4, arbitrary: mutatedCommand(corpus, g) }, { weight: 1, arbitrary: repeated });
 
 describe("the gate's decision function never fails and stays within its budget", () => {
@@ -87,7 +92,42 @@ describe("the gate's decision function never fails and stays within its budget",
 });
 
 /** Shell builtins and keywords: `env cd` is not `cd`, so the wrappers that exec a program are not put in front of them. */
-const BUILTINS = new Set(["cd", "pushd", "popd", "export", "unset", "alias", "read", "set", "trap", "exit", "return", "eval", "source", ".", "exec", "local", "declare", "typeset", "readonly", "shift", "wait", "umask", "ulimit", "hash", "type", "builtin", "command", "enable", "[[", "case", "if", "for", "while", "g()"]);
+const BUILTINS = new Set([
+  "cd",
+  "pushd",
+  "popd",
+  "export",
+  "unset",
+  "alias",
+  "read",
+  "set",
+  "trap",
+  "exit",
+  "return",
+  "eval",
+  "source",
+  ".",
+  "exec",
+  "local",
+  "declare",
+  "typeset",
+  "readonly",
+  "shift",
+  "wait",
+  "umask",
+  "ulimit",
+  "hash",
+  "type",
+  "builtin",
+  "command",
+  "enable",
+  "[[",
+  "case",
+  "if",
+  "for",
+  "while",
+  "g()",
+]);
 const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*=/;
 
 /** The program a simple command runs (after its assignments), or undefined when it is not one plain word. */
@@ -154,21 +194,27 @@ const fragments = fc.oneof(
 const SETS_VARIABLE = /(?:^|[\s;&|(){}`]|\$\()[A-Za-z_][A-Za-z0-9_]*=/;
 
 function monotone(backends: readonly Backend[], embeddings: readonly Embedding[] = EMBEDDINGS, variables = true) {
-  return fc.property(fragments, fc.constantFrom(...embeddings.map((e) => e[0])), fc.constantFrom(...BESIDE), fc.constantFrom(...backends), ({ c, simple }, name, x, backend) => {
-    fc.pre(variables || !SETS_VARIABLE.test(c));
-    const [, wrap, simpleOnly] = embeddings.find((e) => e[0] === name)!;
-    fc.pre(!simpleOnly || (simple && !BUILTINS.has(program(c) ?? "")));
-    const alone = routeOf(c, backend);
-    // A fragment that is not shell at all (`ls >&`) has no meaning to keep: put inside another
-    // command its text can read as something else (`ls >& true`).
-    fc.pre(!/cannot be read statically/.test(alone.message));
-    const embedded = wrap(c, x);
-    const inside = routeOf(embedded, backend);
-    assert.ok(
-      rank(inside.route) >= rank(alone.route),
-      `${name} on ${backend}: ${JSON.stringify(c)} alone is ${alone.route} (${alone.reason}: ${alone.message}) but ${JSON.stringify(embedded)} is ${inside.route} (${inside.reason}: ${inside.message})`,
-    );
-  });
+  return fc.property(
+    fragments,
+    fc.constantFrom(...embeddings.map((e) => e[0])),
+    fc.constantFrom(...BESIDE),
+    fc.constantFrom(...backends),
+    ({ c, simple }, name, x, backend) => {
+      fc.pre(variables || !SETS_VARIABLE.test(c));
+      const [, wrap, simpleOnly] = embeddings.find((e) => e[0] === name)!;
+      fc.pre(!simpleOnly || (simple && !BUILTINS.has(program(c) ?? "")));
+      const alone = routeOf(c, backend);
+      // A fragment that is not shell at all (`ls >&`) has no meaning to keep: put inside another
+      // command its text can read as something else (`ls >& true`).
+      fc.pre(!/cannot be read statically/.test(alone.message));
+      const embedded = wrap(c, x);
+      const inside = routeOf(embedded, backend);
+      assert.ok(
+        rank(inside.route) >= rank(alone.route),
+        `${name} on ${backend}: ${JSON.stringify(c)} alone is ${alone.route} (${alone.reason}: ${alone.message}) but ${JSON.stringify(embedded)} is ${inside.route} (${inside.reason}: ${inside.message})`,
+      );
+    },
+  );
 }
 
 describe("monotonicity: a command inside a larger one is never routed less strictly than alone", () => {
@@ -196,7 +242,10 @@ describe("monotonicity: a command inside a larger one is never routed less stric
 function atLeastAsStrict(backend: Backend, alone: string, embedded: string): void {
   const a = routeOf(alone, backend);
   const e = routeOf(embedded, backend);
-  assert.ok(rank(e.route) >= rank(a.route), `${JSON.stringify(alone)} is ${a.route} (${a.message}) but ${JSON.stringify(embedded)} is ${e.route} (${e.message})`);
+  assert.ok(
+    rank(e.route) >= rank(a.route),
+    `${JSON.stringify(alone)} is ${a.route} (${a.message}) but ${JSON.stringify(embedded)} is ${e.route} (${e.message})`,
+  );
 }
 
 describe("monotonicity counterexamples found by the properties (src/policy/shell: open)", () => {
@@ -210,7 +259,7 @@ describe("monotonicity counterexamples found by the properties (src/policy/shell
   test("the same inside a pipeline: { T=/; rm -rf $T; } | cat", { todo: open }, () => {
     atLeastAsStrict("review-only", "T=/; rm -rf $T", "{ T=/; rm -rf $T; } | cat");
   });
-  test("an assignment given to env: env HOME=/tmp jq . \"$(ls)\" is reviewed like HOME=/tmp jq . \"$(ls)\"", () => {
+  test('an assignment given to env: env HOME=/tmp jq . "$(ls)" is reviewed like HOME=/tmp jq . "$(ls)"', () => {
     atLeastAsStrict("sandboxed", 'HOME=/tmp jq . "$(ls)"', 'env HOME=/tmp jq . "$(ls)"');
   });
   test("a download by redirection under a wrapper: timeout 60 curl URL > x.sh; sh x.sh is remote code like curl URL > x.sh; sh x.sh", () => {
@@ -220,7 +269,9 @@ describe("monotonicity counterexamples found by the properties (src/policy/shell
     atLeastAsStrict("sandboxed-unstaged", "git stash", "git stash; npm test");
   });
   // Needs the route to see every class of the command, not the strictest one: for the lead (judge.ts, route.ts).
-  test("a git write beside network on the unstaged sandbox: git stash pop; curl URL is reviewed like git stash pop", { todo: "git-local and contain are incomparable" }, () => {
+  test("a git write beside network on the unstaged sandbox: git stash pop; curl URL is reviewed like git stash pop", {
+    todo: "git-local and contain are incomparable",
+  }, () => {
     atLeastAsStrict("sandboxed-unstaged", "git stash pop", "git stash pop; curl -s https://example.com");
   });
   // Found while exploring the generators: bash runs each complete line before it reads the next,

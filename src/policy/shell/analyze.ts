@@ -87,7 +87,14 @@ export function analyzeShell(src: string, env: ShellEnv, budget: BudgetOptions =
   if (state.buildRun !== undefined && state.codeWrites.length > 0)
     findings.push(finding("contain", "inline-code", `${state.buildRun} runs ${state.codeWrites[0]}, which this command writes: code the gate cannot see`));
   const verdict = strictest(findings) ?? finding("read", "read-only", "does nothing");
-  return { verdict, findings, extraction: top.extraction, steps: state.budget.total - state.budget.left, fsCalls: state.facts.calls, lookups: state.facts.lookups };
+  return {
+    verdict,
+    findings,
+    extraction: top.extraction,
+    steps: state.budget.total - state.budget.left,
+    fsCalls: state.facts.calls,
+    lookups: state.facts.lookups,
+  };
 }
 
 /** Steps a nested script costs before it is parsed: a step per 8 bytes. */
@@ -101,14 +108,29 @@ const parseSteps = (src: string) => 1 + (src.length >> 3);
 function withHookRunsContained(findings: Finding[]): Finding[] {
   const needsSandbox = findings.some((f) => f.cls === "build" || f.cls === "contain");
   if (!needsSandbox) return findings;
-  return findings.map((f) => (f.reason === "git-hooks" ? finding("contain", "sandboxed", `${f.detail}; with the rest of the command it runs inside the sandbox`) : f));
+  return findings.map((f) =>
+    f.reason === "git-hooks" ? finding("contain", "sandboxed", `${f.detail}; with the rest of the command it runs inside the sandbox`) : f,
+  );
 }
 
-function analyzeScript(src: string, env: ShellEnv, state: ScriptState, depth: number, positional?: readonly Arg[], top?: { extraction?: Extraction }): Finding[] {
+function analyzeScript(
+  src: string,
+  env: ShellEnv,
+  state: ScriptState,
+  depth: number,
+  positional?: readonly Arg[],
+  top?: { extraction?: Extraction },
+): Finding[] {
   if (depth > MAX_SCRIPT_DEPTH) return [finding("review", "dynamic-command", "nested shell scripts deeper than the gate reads")];
   // The top-level script is bounded by the size cap; each nested one is paid for, as it may repeat.
   if (depth > 0) spend(state, parseSteps(src), "reading nested scripts");
-  const ex = extractCommands(src, { home: env.home, environment: knownEnvironment(env), positional, limit: Math.max(0, state.budget.left), deadline: state.budget.deadline });
+  const ex = extractCommands(src, {
+    home: env.home,
+    environment: knownEnvironment(env),
+    positional,
+    limit: Math.max(0, state.budget.left),
+    deadline: state.budget.deadline,
+  });
   if (top) top.extraction = ex;
   if (!ex.ok) {
     const unreadable = finding("review", "shell-unparseable", `the command cannot be read statically: ${ex.reason}`);
@@ -131,7 +153,8 @@ function analyzeScript(src: string, env: ShellEnv, state: ScriptState, depth: nu
 
   // A function that calls itself through a pipe or in the background multiplies without bound.
   const bombs = new Set<string>();
-  for (const c of ex.commands) if (c.inFunction !== undefined && c.argv[0]?.value === c.inFunction && (c.background || c.pipeline >= 0)) bombs.add(c.inFunction);
+  for (const c of ex.commands)
+    if (c.inFunction !== undefined && c.argv[0]?.value === c.inFunction && (c.background || c.pipeline >= 0)) bombs.add(c.inFunction);
   for (const fn of ex.functions) if (bombs.has(fn.name)) out.push(finding("deny", "hard-deny", `fork bomb: function ${fn.name} spawns copies of itself`));
 
   // An endless loop that starts background jobs and never waits for them multiplies without bound too.
@@ -179,7 +202,10 @@ function analyzeScript(src: string, env: ShellEnv, state: ScriptState, depth: nu
     keepWorst(state, out, from);
   }
   // The reading stopped where the commands would cost more than the budget holds.
-  if (ex.truncated) throw new TooComplex(`reading and judging its commands takes more than the gate spends on one command (${state.budget.total} steps, ${state.budget.deadlineMs} ms)`);
+  if (ex.truncated)
+    throw new TooComplex(
+      `reading and judging its commands takes more than the gate spends on one command (${state.budget.total} steps, ${state.budget.deadlineMs} ms)`,
+    );
   settleCd(pending, undefined, state);
   out.push(...redirectFindings(ex.compoundRedirs, an, undefined));
   keepWorst(state, out);
@@ -315,7 +341,12 @@ function union(...lists: ReadonlyArray<ReadonlyArray<string | null>>): Array<str
 }
 
 /** A cd joined by `&&` to an earlier one: if the first failed, neither ran. */
-function startCd(pending: PendingCd | undefined, link: Link, moved: { before: Array<string | null>; after: Array<string | null> }, state: ScriptState): PendingCd {
+function startCd(
+  pending: PendingCd | undefined,
+  link: Link,
+  moved: { before: Array<string | null>; after: Array<string | null> },
+  state: ScriptState,
+): PendingCd {
   const before = pending ? union(pending.before, moved.before) : moved.before;
   // Where the list may stop is where the script may go on: as bounded as the cwds themselves.
   if (before.length > MAX_CWDS) throw new TooComplex(`the command changes directory in more than ${MAX_CWDS} possible ways`);
@@ -395,7 +426,8 @@ function argvFindings(argv: readonly Arg[], source: SimpleCommand, pipedInput: b
     }
     const wrapper = WRAPPERS.get(name);
     if (!wrapper) break;
-    if (wrapper.raise) out.push(finding(wrapper.raise, wrapper.reason === "privilege" ? "privilege" : "dynamic-command", `${name} runs a command with other privileges`));
+    if (wrapper.raise)
+      out.push(finding(wrapper.raise, wrapper.reason === "privilege" ? "privilege" : "dynamic-command", `${name} runs a command with other privileges`));
     let i = 1;
     let positionals = wrapper.positionals ?? 0;
     for (; i < args.length; i++) {
@@ -462,8 +494,7 @@ function dispatch(inv: Invocation, an: Analyzer, fed: Arg[] | undefined): Findin
   const builds = found.some((f) => f.cls === "build");
   if (builds) an.state.buildRun ??= inv.name;
   // A build or test run executes the code of the directory it runs in (Makefile, build scripts).
-  if (builds && isDownloaded(an.state, "."))
-    found.push(finding("review", "remote-code", `${inv.name} builds or runs code this command downloaded`));
+  if (builds && isDownloaded(an.state, ".")) found.push(finding("review", "remote-code", `${inv.name} builds or runs code this command downloaded`));
   return found;
 }
 
@@ -490,7 +521,9 @@ function argumentSecretRead(inv: Invocation, an: Analyzer, operandsJudged: boole
     if (c === "" || URL_LIKE.test(c)) return undefined;
     if (TEXT_LIKE.test(c)) {
       const home = c.charCodeAt(0) === 126 /* ~ */ && (c.length === 1 || c.charCodeAt(1) === 47);
-      return secretByText(an.env, an.state, home ? an.env.home + c.slice(1) : c, false) ? finding("review", "identity-secret", `${inv.name} reads ${c}, an identity secret`) : undefined;
+      return secretByText(an.env, an.state, home ? an.env.home + c.slice(1) : c, false)
+        ? finding("review", "identity-secret", `${inv.name} reads ${c}, an identity secret`)
+        : undefined;
     }
     if (c.charCodeAt(0) === 126 /* ~ */ && (c.length === 1 || c.charCodeAt(1) === 47)) {
       const r = check(a, an.env.home + c.slice(1));
@@ -501,7 +534,9 @@ function argumentSecretRead(inv: Invocation, an: Analyzer, operandsJudged: boole
     // look-up. (A link to a secret is itself a read of it, see ln, so a name in the roots that
     // leads to one was made by the user.)
     if (!a.glob && !c.includes("/") && c !== "..") {
-      bare ??= an.state.links.size === 0 && an.state.cwds.every((d) => d === an.env.places.workspace || d === an.env.places.workspaceLexical || d === an.env.places.tmpRoot);
+      bare ??=
+        an.state.links.size === 0 &&
+        an.state.cwds.every((d) => d === an.env.places.workspace || d === an.env.places.workspaceLexical || d === an.env.places.tmpRoot);
       if (bare) return undefined;
     }
     const r = judgeRead(an.env, an.state, c === a.value ? a : { ...a, value: c }, false, false);
@@ -534,7 +569,6 @@ function argumentSecretRead(inv: Invocation, an: Analyzer, operandsJudged: boole
   return undefined;
 }
 
-
 /**
  * Options whose presence makes a tool run code the gate does not read (`gcc -wrapper`, `-fplugin`,
  * `make --eval`, `pdflatex --shell-escape`, `gdb -ex`): codeOptions in commands.json.
@@ -554,7 +588,8 @@ function codeOptionFindings(inv: Invocation): Finding[] {
     if (!o.prefix || o.option.endsWith("=")) continue;
     const long = o.option.length > 2 ? [o.option] : [];
     for (const v of optionValues(inv.args, long.length === 0 ? [o.option] : [], long))
-      if (v.value === null || v.value.trimStart().startsWith(o.prefix)) return [finding("contain", "inline-code", `${inv.name} ${o.option} ${o.prefix} runs code the gate does not read`)];
+      if (v.value === null || v.value.trimStart().startsWith(o.prefix))
+        return [finding("contain", "inline-code", `${inv.name} ${o.option} ${o.prefix} runs code the gate does not read`)];
   }
   return [];
 }
@@ -591,12 +626,13 @@ function dispatchByName(inv: Invocation, an: Analyzer, fed: Arg[] | undefined): 
   if ((SECRET_SOURCES.has(name) && inv.args.length === 0) || SECRET_PRINTERS.has(name)) an.state.secretSource ??= "the environment";
   if (SECRET_SOURCES.has(name) && name === "export" && inv.args.some((a) => a.value === "-p")) an.state.secretSource ??= "the environment";
   const reasonFor = { read: "read-only", build: "build-test", contain: "network", review: "privilege", deny: "hard-deny" } as const;
-  const reason = cls === "review" ? reviewReason(name) : reasonFor[cls as keyof typeof reasonFor] ?? "read-only";
+  const reason = cls === "review" ? reviewReason(name) : (reasonFor[cls as keyof typeof reasonFor] ?? "read-only");
   if (cls === "contain") an.state.network ??= isNetworkTool(name) ? name : an.state.network;
   const base = finding(cls, reason, describe(name, cls));
   if (NAMES_ONLY_READERS.has(name) || cls === "deny" || cls === "review") return [base];
   const outputs = outputFindings(inv, an);
-  const recursive = RECURSIVE_READERS.has(name) || (/grep$/.test(name) && inv.args.some((a) => /^-[a-zA-Z]*[rR]|^--recursive|^--dereference-recursive/.test(a.value ?? "")));
+  const recursive =
+    RECURSIVE_READERS.has(name) || (/grep$/.test(name) && inv.args.some((a) => /^-[a-zA-Z]*[rR]|^--recursive|^--dereference-recursive/.test(a.value ?? "")));
   const reads = judgeReadOperands(inv, an, recursive);
   judgedArguments.add(inv);
   const named = reads.length > 0 ? undefined : argumentSecretRead(inv, an, true);
@@ -608,7 +644,8 @@ const judgedArguments = new WeakSet<Invocation>();
 
 function reviewReason(name: string): "foreign-process" | "persistence" | "privilege" | "dynamic-command" | "destructive" {
   if (["kill", "pkill", "killall", "skill", "xkill"].includes(name)) return "foreign-process";
-  if (["at", "batch", "launchctl", "systemctl", "service", "update-rc.d", "chkconfig", "rc-update", "loginctl", "defaults", "chsh"].includes(name)) return "persistence";
+  if (["at", "batch", "launchctl", "systemctl", "service", "update-rc.d", "chkconfig", "rc-update", "loginctl", "defaults", "chsh"].includes(name))
+    return "persistence";
   if (["eval", "alias"].includes(name)) return "dynamic-command";
   if (["shred", "srm", "wipe", "unlink"].includes(name)) return "destructive";
   return "privilege";

@@ -123,7 +123,6 @@ export function newBudget(opts: BudgetOptions = {}): Budget {
   return { left: total, total, deadlineMs, deadline: performance.now() + deadlineMs, worst: undefined };
 }
 
-
 /** Thrown when the budget is spent: the command is judged as too complex to judge quickly. */
 export class TooComplex extends Error {}
 
@@ -198,7 +197,7 @@ export function locate(state: ScriptState, value: string): Located[] | null {
     // Not path.normalize: a `..` after /proc/self/cwd climbs out of the cwd, not back to /proc/self.
     const v = value.replace(/\/+/g, "/").replace(/\/\.(?=\/|$)/g, "");
     const own = /^\/proc\/(?:self|thread-self)\/(cwd|root)(\/.*)?$/.exec(v);
-    if (own) return locate(state, own[1] === "root" ? own[2] ?? "/" : `.${own[2] ?? ""}`);
+    if (own) return locate(state, own[1] === "root" ? (own[2] ?? "/") : `.${own[2] ?? ""}`);
     if (/^\/proc\/[^/]+\/(?:task\/[^/]+\/)?(?:cwd|root)(\/|$)/.test(v) || /^\/proc(\/[^/]+)*\/\.\.(\/|$)/.test(v)) return null;
   }
   const out: Located[] = [];
@@ -292,7 +291,10 @@ function globRegExp(glob: string): RegExp {
       const close = glob.indexOf("]", i + 1);
       if (close < 0) re += "\\[";
       else {
-        re += `[${glob.slice(i + 1, close).replace(/^!/, "^").replace(/\\/g, "\\\\")}]`;
+        re += `[${glob
+          .slice(i + 1, close)
+          .replace(/^!/, "^")
+          .replace(/\\/g, "\\\\")}]`;
         i = close;
       }
     } else re += c.replace(/[.+^${}()|\\]/g, "\\$&");
@@ -331,7 +333,11 @@ export function judgeWrite(env: ShellEnv, state: ScriptState, arg: Arg, what: st
   if (arg.value === null) {
     // `> "$(dirname ~/.pi/agent/x)/settings.json"`: where it lands is unknown, what it names is not.
     if (SELF_NAMES.some((r) => r.test(arg.text)))
-      return finding("deny", "self-protection", `${what} ${arg.text}, a path only known at run time that names auto mode's own files or the settings that load it`);
+      return finding(
+        "deny",
+        "self-protection",
+        `${what} ${arg.text}, a path only known at run time that names auto mode's own files or the settings that load it`,
+      );
     return finding("contain", "outside-writable-roots", `${what} a path only known at run time (${arg.text})`);
   }
   const places = arg.glob ? expandGlob(state, arg.value) : locate(state, arg.value);
@@ -339,7 +345,11 @@ export function judgeWrite(env: ShellEnv, state: ScriptState, arg: Arg, what: st
     // `cd "$(dirname "$F")" && echo {} > settings.json`: from an unknown directory, the name decides.
     const name = basename(arg.value);
     if (!arg.glob && env.places.selfProtected.some((s) => basename(s) === name))
-      return finding("deny", "self-protection", `${what} ${arg.value} relative to a directory only known at run time, the name of auto mode's own files or of the settings that load it`);
+      return finding(
+        "deny",
+        "self-protection",
+        `${what} ${arg.value} relative to a directory only known at run time, the name of auto mode's own files or of the settings that load it`,
+      );
     return finding("contain", "outside-writable-roots", `${what} ${arg.value} relative to an unknown directory`);
   }
   spend(state, WRITE_STEPS * places.length, "judging writes");
@@ -403,13 +413,16 @@ export function judgeRead(env: ShellEnv, state: ScriptState, arg: Arg, recursive
   if (arg.value === null) {
     // A run-time path is built from the script's own words: if one names a secret, so may the path.
     const named = namesSecret(env, state);
-    return named === undefined ? undefined : finding("review", "identity-secret", `reads a path only known at run time (${arg.text}) in a command that names ${named}`);
+    return named === undefined
+      ? undefined
+      : finding("review", "identity-secret", `reads a path only known at run time (${arg.text}) in a command that names ${named}`);
   }
   if (arg.value === "" || arg.value === "-") return undefined;
   // `< /dev/null`, `cat /dev/stdin`: as for writes, a device named as such is no file to look up
   // (and /dev/stdin or /dev/fd/N would resolve through the gate's own descriptors, not the command's).
   if (!arg.glob && isHarmlessDevice(arg.value)) return undefined;
-  if (arg.glob && globMayNameSecret(env, state, arg.value, recursive)) return finding("review", "identity-secret", `reads ${arg.value}, a pattern that matches identity secrets`);
+  if (arg.glob && globMayNameSecret(env, state, arg.value, recursive))
+    return finding("review", "identity-secret", `reads ${arg.value}, a pattern that matches identity secrets`);
   const located = locate(state, arg.value);
   if (!located) return undefined;
   for (const p of located) {
@@ -565,7 +578,7 @@ function hasActiveHooks(dir: string, reads: Reads): boolean {
   for (const name of names) {
     if (name.endsWith(".sample")) continue;
     const st = reads.stat(join(dir, name));
-    if (st && st.isFile() && (st.mode & 0o111) !== 0) active = true;
+    if (st?.isFile() && (st.mode & 0o111) !== 0) active = true;
   }
   return active;
 }
@@ -598,9 +611,7 @@ export function inspectRepository(places: Places, reads: Reads = new Reads()): R
   if (!hooksPath) return { gitHooksWritable: false, gitHooksActive: hasActiveHooks(defaultHooks, reads), currentBranch };
   const abs = hooksPath.startsWith("~/") ? join(home, hooksPath.slice(2)) : resolve(workspace, hooksPath);
   // Hooks the agent may write without review would run outside the sandbox on the next commit.
-  const writable = [workspace, places.tmpRoot].some(
-    (root) => isWithin(root, abs) && protectedComponent(abs.slice(root.length + 1)) === undefined,
-  );
+  const writable = [workspace, places.tmpRoot].some((root) => isWithin(root, abs) && protectedComponent(abs.slice(root.length + 1)) === undefined);
   return { gitHooksWritable: writable, gitHooksActive: hasActiveHooks(abs, reads), currentBranch };
 }
 
@@ -613,7 +624,7 @@ const repositoryCache = new WeakMap<Places, { readonly facts: RepositoryFacts; r
  */
 export function repositoryFacts(places: Places, book?: StampBook): RepositoryFacts {
   const hit = repositoryCache.get(places);
-  if (hit && hit.settled && unchanged(hit.deps, book)) return hit.facts;
+  if (hit?.settled && unchanged(hit.deps, book)) return hit.facts;
   const reads = new Reads();
   const facts = inspectRepository(places, reads);
   repositoryCache.set(places, { facts, deps: reads.deps, settled: reads.settled });

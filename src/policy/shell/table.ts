@@ -36,8 +36,8 @@ function loadSubcommands(): ReadonlyMap<string, SubcommandTable> {
     }
     out.set(tool, {
       byName,
-      fallback: (spec["default"] as CommandClass | undefined) ?? "contain",
-      empty: spec["empty"] as CommandClass | undefined,
+      fallback: (spec.default as CommandClass | undefined) ?? "contain",
+      empty: spec.empty as CommandClass | undefined,
     });
   }
   return out;
@@ -80,7 +80,9 @@ export const REGENERABLE_FILES: readonly { readonly pattern: string; readonly re
 export const CONTAINER_HOST_ACCESS = data.containerHostAccess;
 
 /** Options that make a subcommand print a credential, by "tool subcommand". */
-export const SECRET_OPTIONS: ReadonlyMap<string, readonly string[]> = new Map(Object.entries(data.secretOptions).filter(([k]) => !k.startsWith("_")) as Array<[string, string[]]>);
+export const SECRET_OPTIONS: ReadonlyMap<string, readonly string[]> = new Map(
+  Object.entries(data.secretOptions).filter(([k]) => !k.startsWith("_")) as Array<[string, string[]]>,
+);
 
 export const NETWORK_TOOLS: ReadonlySet<string> = new Set(data.networkTools);
 export const SECRET_PRINTERS: ReadonlySet<string> = new Set(data.secretPrinters);
@@ -152,7 +154,9 @@ export interface CodeHazard {
 }
 
 function hazards(table: Partial<Record<HazardReason, readonly string[]>>): CodeHazard[] {
-  return (Object.entries(table) as Array<[HazardReason, readonly string[]]>).flatMap(([reason, patterns]) => patterns.map((p) => ({ reason, re: new RegExp(p) })));
+  return (Object.entries(table) as Array<[HazardReason, readonly string[]]>).flatMap(([reason, patterns]) =>
+    patterns.map((p) => ({ reason, re: new RegExp(p) })),
+  );
 }
 
 /** Patterns in inline interpreter code that no sandbox makes safe to run unreviewed, by reason. */

@@ -65,7 +65,10 @@ export const shell: Handler = (inv, an) => {
   if (file) {
     if (file.value === null) return [finding("review", "remote-code", `${inv.name} runs a script only known at run time (${file.text})`)];
     if (runsDownloaded(an, file)) return [finding("review", "remote-code", `${inv.name} runs ${file.value}, downloaded by this command`)];
-    return [finding("contain", "inline-code", `${inv.name} runs the script ${file.value}`), ...[judgeRead(an.env, an.state, file, false)].filter((f) => f !== undefined)];
+    return [
+      finding("contain", "inline-code", `${inv.name} runs the script ${file.value}`),
+      ...[judgeRead(an.env, an.state, file, false)].filter((f) => f !== undefined),
+    ];
   }
   if (inv.pipedInput) {
     const text = an.state.pipedText.get(inv.source);
@@ -92,9 +95,12 @@ export const interpreter: Handler = (inv, an) => {
     if (mod === null) return [finding("review", "dynamic-command", "python -m with a module only known at run time")];
     if (mod === "pip") return packageManager("pip")({ ...inv, args: args.slice(2) }, an);
     const cls = PYTHON_MODULES.get(mod);
-    return [cls ? finding(cls, cls === "build" ? "build-test" : "network", `python -m ${mod}`) : finding("contain", "inline-code", `python -m ${mod} runs a module`)];
+    return [
+      cls ? finding(cls, cls === "build" ? "build-test" : "network", `python -m ${mod}`) : finding("contain", "inline-code", `python -m ${mod} runs a module`),
+    ];
   }
-  if ((inv.name === "node" || inv.name === "nodejs") && args.some((a) => a.value === "--test")) return [finding("build", "build-test", "node --test runs the test suite")];
+  if ((inv.name === "node" || inv.name === "nodejs") && args.some((a) => a.value === "--test"))
+    return [finding("build", "build-test", "node --test runs the test suite")];
   if ((inv.name === "node" || inv.name === "nodejs") && args.some((a) => a.value === "--check" || a.value === "-c"))
     return [finding("read", "read-only", "node --check only parses")];
   const inline = args.findIndex((a) => a.value !== null && (INLINE_CODE_OPTIONS.has(a.value.split("=")[0]!) || inlineCodeBundle(a.value)));
@@ -103,8 +109,11 @@ export const interpreter: Handler = (inv, an) => {
     const code = opt.includes("=") ? opt.slice(opt.indexOf("=") + 1) : args[inline + 1]?.value;
     if (code === null) return [finding("review", "dynamic-command", `${inv.name} runs inline code only known at run time`)];
     // `perl -pi -e CODE FILES`, `ruby -i -pe`: the files after the code are rewritten in place.
-    const inPlace = (inv.name === "perl" || inv.name === "ruby") && args.some((a) => a.value !== null && /^-[a-zA-Z]*i/.test(a.value) && !a.value.startsWith("--"));
-    const rewritten = inPlace ? operands(args.slice(opt.includes("=") ? inline + 1 : inline + 2)).map((f) => judgeWrite(an.env, an.state, f, `${inv.name} -i rewrites`)) : [];
+    const inPlace =
+      (inv.name === "perl" || inv.name === "ruby") && args.some((a) => a.value !== null && /^-[a-zA-Z]*i/.test(a.value) && !a.value.startsWith("--"));
+    const rewritten = inPlace
+      ? operands(args.slice(opt.includes("=") ? inline + 1 : inline + 2)).map((f) => judgeWrite(an.env, an.state, f, `${inv.name} -i rewrites`))
+      : [];
     return [finding("contain", "inline-code", `${inv.name} runs inline code`), ...codeHazards(inv.name, code), ...rewritten];
   }
   const file = operands(args, ["-W", "-X", "-r", "--require", "--import", "--loader", "-I"]).at(0);
@@ -112,7 +121,10 @@ export const interpreter: Handler = (inv, an) => {
     if (file.value === null) return [finding("review", "remote-code", `${inv.name} runs a program only known at run time (${file.text})`)];
     // Pi's own command line run from its package's files is `pi`.
     if ([...PI_CLI.packageNames].some((p) => file.value!.includes(`${p}/`)))
-      return [finding("contain", "inline-code", `${inv.name} runs the program ${file.value}`), ...an.argv([staticArg("pi"), ...args.slice(args.indexOf(file) + 1)], inv.source, inv.pipedInput)];
+      return [
+        finding("contain", "inline-code", `${inv.name} runs the program ${file.value}`),
+        ...an.argv([staticArg("pi"), ...args.slice(args.indexOf(file) + 1)], inv.source, inv.pipedInput),
+      ];
     if (runsDownloaded(an, file)) return [finding("review", "remote-code", `${inv.name} runs ${file.value}, downloaded by this command`)];
     return [finding("contain", "inline-code", `${inv.name} runs the program ${file.value}`)];
   }
@@ -135,7 +147,9 @@ function codeHazards(interpreter: string, code: string | null | undefined): Find
   if (!code) return [];
   // Naming the files that load or configure auto mode and writing, moving or removing files: self-disabling.
   if (INLINE_CODE_SELF_DISABLING.names.some((r) => r.test(code)) && INLINE_CODE_SELF_DISABLING.writes.some((r) => r.test(code)))
-    return [finding("deny", "self-protection", `${interpreter} inline code writes or removes files and names auto mode's own files or the settings that load it`)];
+    return [
+      finding("deny", "self-protection", `${interpreter} inline code writes or removes files and names auto mode's own files or the settings that load it`),
+    ];
   const hit = [...INLINE_CODE_HAZARDS, ...(INTERPRETER_HAZARDS.get(interpreter) ?? [])].find((h) => h.re.test(code));
   if (!hit) return [];
   const what = {
@@ -169,7 +183,42 @@ export const taskRunner: Handler = (inv) => {
  * a command given as one string runs through the shell.
  */
 export const parallel: Handler = (inv, an) => {
-  const valueOpts = ["-j", "-J", "-P", "-S", "-n", "-N", "-L", "-l", "-a", "-d", "-I", "-E", "--jobs", "--sshlogin", "--sshloginfile", "--arg-file", "--delimiter", "--joblog", "--results", "--colsep", "--tmpdir", "--delay", "--timeout", "--retries", "--tag-string", "--env", "--basefile", "--transfer-file", "--return", "--workdir", "--memfree", "--load", "--halt", "--shebang-wrap"];
+  const valueOpts = [
+    "-j",
+    "-J",
+    "-P",
+    "-S",
+    "-n",
+    "-N",
+    "-L",
+    "-l",
+    "-a",
+    "-d",
+    "-I",
+    "-E",
+    "--jobs",
+    "--sshlogin",
+    "--sshloginfile",
+    "--arg-file",
+    "--delimiter",
+    "--joblog",
+    "--results",
+    "--colsep",
+    "--tmpdir",
+    "--delay",
+    "--timeout",
+    "--retries",
+    "--tag-string",
+    "--env",
+    "--basefile",
+    "--transfer-file",
+    "--return",
+    "--workdir",
+    "--memfree",
+    "--load",
+    "--halt",
+    "--shebang-wrap",
+  ];
   const out: Finding[] = [];
   let i = 0;
   let replace = "{}";
@@ -188,15 +237,27 @@ export const parallel: Handler = (inv, an) => {
   const sep = inv.args.findIndex((a, j) => j >= i && (a.value === ":::" || a.value === "::::" || a.value === ":::+" || a.value === "::::+"));
   const cmd = inv.args.slice(i, sep < 0 ? undefined : sep);
   const fromFiles = sep >= 0 && inv.args[sep]!.value!.startsWith("::::");
-  const inputs: Arg[] = sep < 0 || fromFiles ? [{ text: "<input>", value: null, glob: false }] : inv.args.slice(sep + 1).filter((a) => !/^::::?\+?$/.test(a.value ?? ""));
+  const inputs: Arg[] =
+    sep < 0 || fromFiles ? [{ text: "<input>", value: null, glob: false }] : inv.args.slice(sep + 1).filter((a) => !/^::::?\+?$/.test(a.value ?? ""));
   if (cmd.length === 0) return [...out, finding("review", "dynamic-command", "parallel runs commands read from its input")];
   for (const input of inputs) {
-    const subst = (a: Arg): Arg => (a.value !== null && a.value.includes(replace) ? (input.value === null ? { text: a.text, value: null, glob: false } : { ...a, value: a.value.split(replace).join(input.value) }) : a);
+    const subst = (a: Arg): Arg =>
+      a.value?.includes(replace)
+        ? input.value === null
+          ? { text: a.text, value: null, glob: false }
+          : { ...a, value: a.value.split(replace).join(input.value) }
+        : a;
     const uses = cmd.some((a) => a.value?.includes(replace));
     if (cmd.length === 1 && cmd[0]!.value !== null && /\s/.test(cmd[0]!.value)) {
       const line = subst(cmd[0]!);
       if (line.value === null) return [...out, finding("review", "dynamic-command", "parallel runs a shell command only known at run time")];
-      out.push(...an.script(uses ? line.value : `${line.value} ${input.value === null ? '"$1"' : input.value}`, "parallel", input.value === null ? [input] : undefined));
+      out.push(
+        ...an.script(
+          uses ? line.value : `${line.value} ${input.value === null ? '"$1"' : input.value}`,
+          "parallel",
+          input.value === null ? [input] : undefined,
+        ),
+      );
     } else out.push(...an.argv(uses ? cmd.map(subst) : [...cmd, input], inv.source, false));
   }
   return out;
@@ -207,7 +268,10 @@ export const parallel: Handler = (inv, an) => {
  * `.system`): the command is judged as a script, on top of what the client itself does.
  */
 export const sqliteShell: Handler = (inv, an) => {
-  const out: Finding[] = [finding("contain", "network", `${inv.name} reaches outside the workspace (network, other programs or machines)`), ...judgeReadOperands(inv, an, false)];
+  const out: Finding[] = [
+    finding("contain", "network", `${inv.name} reaches outside the workspace (network, other programs or machines)`),
+    ...judgeReadOperands(inv, an, false),
+  ];
   for (const a of inv.args) {
     if (a.value === null) continue;
     for (const m of a.value.matchAll(/^\s*\.(?:shell|system)\s+(.*)$/gm)) out.push(...an.script(m[1]!, `${inv.name} .shell`));
@@ -221,8 +285,23 @@ export function packageManager(tool: string): Handler {
     const table = SUBCOMMANDS.get(tool);
     if (!table) return [finding("contain", "unknown-command", `${tool}`)];
     // `bun -e CODE`: inline JavaScript, judged as `node -e` is.
-    if (tool === "bun" && inv.args.some((a) => a.value !== null && /^(-e|--eval|-p|--print)(=|$)/.test(a.value))) return interpreter({ ...inv, name: "node" }, an);
-    const valueOpts = ["-C", "--prefix", "--dir", "--cwd", "-w", "--workspace", "--filter", "-F", "--manifest-path", "--project", "-p", "--package", "--directory"];
+    if (tool === "bun" && inv.args.some((a) => a.value !== null && /^(-e|--eval|-p|--print)(=|$)/.test(a.value)))
+      return interpreter({ ...inv, name: "node" }, an);
+    const valueOpts = [
+      "-C",
+      "--prefix",
+      "--dir",
+      "--cwd",
+      "-w",
+      "--workspace",
+      "--filter",
+      "-F",
+      "--manifest-path",
+      "--project",
+      "-p",
+      "--package",
+      "--directory",
+    ];
     let sub: Arg | undefined;
     for (let i = 0; i < inv.args.length; i++) {
       const v = inv.args[i]!.value;
@@ -251,7 +330,12 @@ export function packageManager(tool: string): Handler {
       const code = operands(rest, []).at(0);
       return interpreter({ ...inv, name: "node", args: code ? [staticArg("-e"), code] : [] }, an);
     }
-    if ((tool === "npm" && (name === "exec" || name === "x")) || (tool === "pnpm" && (name === "exec" || name === "dlx")) || (tool === "yarn" && name === "dlx") || (tool === "bun" && name === "x"))
+    if (
+      (tool === "npm" && (name === "exec" || name === "x")) ||
+      (tool === "pnpm" && (name === "exec" || name === "dlx")) ||
+      (tool === "yarn" && name === "dlx") ||
+      (tool === "bun" && name === "x")
+    )
       return npx({ ...inv, args: rest }, an);
     const runner = RUN_SUBCOMMANDS.get(tool);
     if (runner?.subcommands.includes(name)) {
@@ -264,15 +348,16 @@ export function packageManager(tool: string): Handler {
     if (tool === "npm" && (name === "config" || name === "c") && ["get", "list", "ls"].includes(rest[0]?.value ?? ""))
       return [finding("read", "read-only", "npm reads its configuration")];
     if (CONTAINER_HOST_ACCESS.tools.includes(tool) && CONTAINER_HOST_ACCESS.subcommands.includes(name)) {
-      const escape = containerHostAccess(rest, an);
-      if (escape) return [finding(/auto mode's own/.test(escape) ? "deny" : "review", /auto mode's own/.test(escape) ? "self-protection" : "privilege", `${tool} ${name} ${escape}`)];
+      const access = containerHostAccess(rest, an, `${tool} ${name}`);
+      if (access) return [access];
     }
     const phrase = longestPhrase(table.byName, name, rest);
     const script = name === "run" || name === "run-script" ? rest[0]?.value : name;
     if (SERVING_SCRIPTS.runners.has(tool) && script && SERVING_SCRIPTS.names.has(script.split(":")[0]!))
       return [finding("contain", "network", `${tool} runs the script ${script}, which by convention serves or deploys`)];
     const words = [name, ...rest.slice(0, 2).map((a) => a.value ?? "")];
-    const revealing = SECRET_OPTIONS.get(`${tool} ${words.slice(0, 2).join(" ")}`) ?? SECRET_OPTIONS.get(`${tool} ${words.join(" ")}`) ?? SECRET_OPTIONS.get(`${tool} ${name}`);
+    const revealing =
+      SECRET_OPTIONS.get(`${tool} ${words.slice(0, 2).join(" ")}`) ?? SECRET_OPTIONS.get(`${tool} ${words.join(" ")}`) ?? SECRET_OPTIONS.get(`${tool} ${name}`);
     if (revealing && rest.some((a) => a.value !== null && revealing.some((o) => a.value === o || a.value!.startsWith(`${o}=`))))
       return [finding("review", "identity-secret", `${tool} ${words.slice(0, 2).join(" ")} prints a credential`)];
     // `yarn X`, `pnpm X`, `bun run X` run the package script X, or else the installed command X:
@@ -283,7 +368,20 @@ export function packageManager(tool: string): Handler {
         : [];
     const cls = table.byName.get(phrase) ?? table.fallback;
     if (cls === "contain" && NETWORK_TOOLS.has(tool)) an.state.network ??= tool;
-    const reason = cls === "read" ? "read-only" : cls === "build" ? "build-test" : cls === "cleanup" ? "regenerable-cleanup" : cls === "review" ? (tool === "systemctl" || tool === "launchctl" || tool === "crontab" ? "persistence" : "privilege") : cls === "deny" ? "hard-deny" : "network";
+    const reason =
+      cls === "read"
+        ? "read-only"
+        : cls === "build"
+          ? "build-test"
+          : cls === "cleanup"
+            ? "regenerable-cleanup"
+            : cls === "review"
+              ? tool === "systemctl" || tool === "launchctl" || tool === "crontab"
+                ? "persistence"
+                : "privilege"
+              : cls === "deny"
+                ? "hard-deny"
+                : "network";
     const after = { ...inv, name: tool, args: rest };
     // A network tool's file operands may be uploads (`aws s3 cp FILE s3://`, `gh gist create FILE`).
     const uploads = NETWORK_TOOLS.has(tool) ? judgeReadOperands(after, an, false) : [];
@@ -301,29 +399,34 @@ function knownCommand(name: string): boolean {
 /**
  * A container runtime's daemon runs outside the OS sandbox: host namespaces, devices, added
  * capabilities, or a bind mount of anything outside the writable roots give the container the host.
- * Returns what does so, if anything. Stops at the image name (what follows is the container's command).
+ * Returns the finding for what does so, if anything: a mount the gate denies writing to keeps that
+ * denial (auto mode's own files, a critical directory); the rest is privilege, reviewed. Stops at
+ * the image name (what follows is the container's command).
  */
-function containerHostAccess(args: readonly Arg[], an: Analyzer): string | undefined {
+function containerHostAccess(args: readonly Arg[], an: Analyzer, what: string): Finding | undefined {
   const spec = CONTAINER_HOST_ACCESS;
+  const privilege = (how: string) => finding("review", "privilege", `${what} ${how}`);
   for (let i = 0; i < args.length; i++) {
     const v = args[i]!.value;
-    if (v === null) return "with an option only known at run time";
+    if (v === null) return privilege("with an option only known at run time");
     if (!v.startsWith("-")) break;
-    const [opt, attached] = v.startsWith("--") ? [v.split("=")[0]!, v.includes("=") ? v.slice(v.indexOf("=") + 1) : undefined] : [v.slice(0, 2), v.length > 2 ? v.slice(2) : undefined];
-    if (spec.options.includes(v) || spec.options.includes(opt)) return `with ${v}, which reaches the host`;
+    const [opt, attached] = v.startsWith("--")
+      ? [v.split("=")[0]!, v.includes("=") ? v.slice(v.indexOf("=") + 1) : undefined]
+      : [v.slice(0, 2), v.length > 2 ? v.slice(2) : undefined];
+    if (spec.options.includes(v) || spec.options.includes(opt)) return privilege(`with ${v}, which reaches the host`);
     if (!spec.mountOptions.includes(opt)) continue;
     const value = attached ?? args[++i]?.value;
-    if (value === null || value === undefined) return "with a mount only known at run time";
+    if (value === null || value === undefined) return privilege("with a mount only known at run time");
     const source = opt === "--mount" ? /(?:^|,)(?:source|src)=([^,]*)/.exec(value)?.[1] : value.split(":")[0];
     // A named volume (no slash) lives in the runtime's own storage.
     if (source === undefined || (!source.includes("/") && !source.startsWith("~") && source !== "." && source !== "..")) continue;
     const mounted = source.startsWith("~") ? an.env.places.home + source.slice(1) : source;
     const readOnly = opt === "--mount" ? /(?:^|,)(readonly|ro)(=true|=1)?(?:,|$)/.test(value) : /^ro$|(^|,)ro(,|$)/.test(value.split(":")[2] ?? "");
     const self = readOnly ? undefined : judgeDirWrite(an, staticArg(mounted), "mounts");
-    if (self?.cls === "deny") return self.detail;
+    if (self?.cls === "deny") return { ...self, detail: `${what} ${self.detail}` };
     const where = locate(an.state, mounted);
     const inside = where?.every((p) => isWithin(an.env.places.workspace, p.real) || isWithin(an.env.places.tmpRoot, p.real));
-    if (!inside) return `mounts ${source}, outside the writable roots`;
+    if (!inside) return privilege(`mounts ${source}, outside the writable roots`);
   }
   return undefined;
 }
@@ -362,10 +465,14 @@ const piCli: Handler = (inv) => {
     if (PI_CLI.valueOptions.has(v)) i++;
   }
   const sub = at >= 0 ? inv.args[at]!.value! : undefined;
-  const cls = sub === undefined ? table.empty ?? table.fallback : table.byName.get(sub) ?? table.fallback;
-  if (cls === "deny") return [finding("deny", "self-protection", `${inv.name} ${sub} removes or disables Pi packages, the one that loads auto mode among them`)];
+  const cls = sub === undefined ? (table.empty ?? table.fallback) : (table.byName.get(sub) ?? table.fallback);
+  if (cls === "deny")
+    return [finding("deny", "self-protection", `${inv.name} ${sub} removes or disables Pi packages, the one that loads auto mode among them`)];
   const rest = inv.args.slice(at + 1).map((a) => a.value);
-  if (sub !== undefined && PI_CLI.secretSubcommands.some(([s, ...words]) => s === sub && words.every((w, i) => (w.startsWith("-") ? rest.includes(w) : rest[i] === w))))
+  if (
+    sub !== undefined &&
+    PI_CLI.secretSubcommands.some(([s, ...words]) => s === sub && words.every((w, i) => (w.startsWith("-") ? rest.includes(w) : rest[i] === w)))
+  )
     return [finding("review", "identity-secret", `${inv.name} ${sub} ${rest[0] ?? ""} prints a provider credential`)];
   const reason = cls === "read" ? "read-only" : cls === "review" ? "privilege" : "network";
   if (cls === "contain") return [finding("contain", "network", `${inv.name} runs an agent that reaches the model provider`)];
@@ -400,7 +507,8 @@ export const npx: Handler = (inv, an) => {
   if (!pkg) return [finding("contain", "network", "npx with no package")];
   const bare = pkg.replace(/@[^@/]*$/, "");
   const local = !downloads && !/@[^/]/.test(pkg.slice(1)) && NPX_LOCAL_TOOLS.has(bare);
-  if (local && SERVING_SCRIPTS.taskRunners.has(bare)) return taskRunner({ ...inv, name: bare, args: inv.args.slice(inv.args.findIndex((a) => a.value === pkg) + 1) }, an);
+  if (local && SERVING_SCRIPTS.taskRunners.has(bare))
+    return taskRunner({ ...inv, name: bare, args: inv.args.slice(inv.args.findIndex((a) => a.value === pkg) + 1) }, an);
   // A local tool that runs another command (cross-env, shx) or removes files (rimraf) is judged as that.
   if (local && (WRAPPERS.has(bare) || COMMAND_ALIASES.has(bare))) {
     const at = inv.args.findIndex((a) => a.value === pkg);
@@ -418,7 +526,28 @@ export const npx: Handler = (inv, an) => {
 /** xargs appends words from standard input; from `echo ... |` they are known, otherwise not. */
 export function xargs(fed: readonly Arg[] | undefined): Handler {
   return (inv, an) => {
-    const valueOpts = ["-n", "-L", "-l", "-P", "-s", "-d", "-E", "-e", "-a", "-I", "-i", "--max-args", "--max-lines", "--max-procs", "--max-chars", "--delimiter", "--eof", "--arg-file", "--replace", "--process-slot-var"];
+    const valueOpts = [
+      "-n",
+      "-L",
+      "-l",
+      "-P",
+      "-s",
+      "-d",
+      "-E",
+      "-e",
+      "-a",
+      "-I",
+      "-i",
+      "--max-args",
+      "--max-lines",
+      "--max-procs",
+      "--max-chars",
+      "--delimiter",
+      "--eof",
+      "--arg-file",
+      "--replace",
+      "--process-slot-var",
+    ];
     let i = 0;
     let replace: string | undefined;
     for (; i < inv.args.length; i++) {
@@ -430,7 +559,8 @@ export function xargs(fed: readonly Arg[] | undefined): Handler {
       }
       if (!v.startsWith("-")) break;
       if (v === "-I") replace = inv.args[i + 1]?.value ?? undefined;
-      else if (v.startsWith("-I")) replace = v.slice(2); // `-I{}`: the string is attached
+      else if (v.startsWith("-I"))
+        replace = v.slice(2); // `-I{}`: the string is attached
       else if (v.startsWith("-i")) replace = v.slice(2) || "{}";
       else if (v.startsWith("--replace")) replace = v.includes("=") ? v.slice(10) : "{}";
       if (valueOpts.includes(v)) i++;
@@ -440,7 +570,13 @@ export function xargs(fed: readonly Arg[] | undefined): Handler {
     const input = fed ?? [{ text: "<stdin>", value: null, glob: false }];
     if (replace !== undefined) {
       const r = replace;
-      cmd = cmd.map((a) => (a.value?.includes(r) ? (fed && fed.length === 1 && fed[0]!.value !== null ? { ...a, value: a.value.split(r).join(fed[0]!.value) } : { text: a.text, value: null, glob: false }) : a));
+      cmd = cmd.map((a) =>
+        a.value?.includes(r)
+          ? fed && fed.length === 1 && fed[0]!.value !== null
+            ? { ...a, value: a.value.split(r).join(fed[0]!.value) }
+            : { text: a.text, value: null, glob: false }
+          : a,
+      );
     } else cmd = [...cmd, ...input];
     return an.argv(cmd, inv.source, false);
   };
@@ -461,7 +597,11 @@ export const transfer: Handler = (inv, an) => {
   const outputs =
     inv.name === "wget"
       ? optionValues(inv.args, ["-O", "-P", "-o", "-a"], ["--output-document", "--directory-prefix", "--output-file", "--append-output"])
-      : optionValues(inv.args, ["-o", "-c", "-D", "-K"], ["--output", "--output-dir", "--cookie-jar", "--dump-header", "--config", "--trace", "--trace-ascii", "--stderr", "--etag-save", "--hsts"]);
+      : optionValues(
+          inv.args,
+          ["-o", "-c", "-D", "-K"],
+          ["--output", "--output-dir", "--cookie-jar", "--dump-header", "--config", "--trace", "--trace-ascii", "--stderr", "--etag-save", "--hsts"],
+        );
   for (const o of outputs) {
     if (o.value === "-" || o.value === "/dev/null") continue;
     out.push(judgeWrite(an.env, an.state, o, `${inv.name} writes`));
@@ -481,7 +621,11 @@ export const transfer: Handler = (inv, an) => {
     inv.name === "wget"
       ? optionValues(inv.args, [], ["--post-file", "--body-file"])
       : [
-          ...optionValues(inv.args, ["-d", "-F", "-T"], ["--data", "--data-binary", "--data-raw", "--data-urlencode", "--form", "--upload-file", "--json", "--data-ascii"]).map((a) => {
+          ...optionValues(
+            inv.args,
+            ["-d", "-F", "-T"],
+            ["--data", "--data-binary", "--data-raw", "--data-urlencode", "--form", "--upload-file", "--json", "--data-ascii"],
+          ).map((a) => {
             const v = a.value;
             if (v === null) return a;
             const at = v.indexOf("@");
@@ -492,7 +636,7 @@ export const transfer: Handler = (inv, an) => {
         ];
   for (const u of uploads) {
     if (!u) continue;
-    if (u.value === "-" ) {
+    if (u.value === "-") {
       an.state.network = `${inv.name} (uploading standard input)`;
       continue;
     }
@@ -525,7 +669,10 @@ const rsync: Handler = (inv, an) => {
   const ops = operands(inv.args, ["-e", "--rsh", "--exclude", "--include", "--filter", "-f"]);
   if (ops.some((a) => a.value === null || /^[^/]*:/.test(a.value))) {
     an.state.network ??= "rsync";
-    return [finding("contain", "network", "rsync copies to or from a remote host"), ...ops.slice(0, -1).flatMap((a) => [judgeRead(an.env, an.state, a, true)].filter((f) => f !== undefined))];
+    return [
+      finding("contain", "network", "rsync copies to or from a remote host"),
+      ...ops.slice(0, -1).flatMap((a) => [judgeRead(an.env, an.state, a, true)].filter((f) => f !== undefined)),
+    ];
   }
   return FILE_HANDLERS.get("rsync-local")!(inv, an);
 };
@@ -535,7 +682,10 @@ const netcat: Handler = (inv, an) => {
   an.state.network ??= inv.name;
   if (hasFlag(inv.args, "ec", ["--exec", "--sh-exec", "--lua-exec"]))
     return [finding("review", "remote-code", `${inv.name} -e gives the other end a program to drive`)];
-  return [finding("contain", "network", `${inv.name} opens network connections`), ...operands(inv.args, ["-p", "-s", "-w", "-i", "-q", "-x", "-X"]).flatMap((a) => [judgeRead(an.env, an.state, a, false)].filter((f) => f !== undefined))];
+  return [
+    finding("contain", "network", `${inv.name} opens network connections`),
+    ...operands(inv.args, ["-p", "-s", "-w", "-i", "-q", "-x", "-X"]).flatMap((a) => [judgeRead(an.env, an.state, a, false)].filter((f) => f !== undefined)),
+  ];
 };
 
 /** socat addresses: EXEC/SYSTEM run programs for the peer, FILE/OPEN read or write local files. */
@@ -574,12 +724,52 @@ const make: Handler = (inv, an) => {
 /** hyperfine: each operand, and each --prepare/--setup/--cleanup/--conclude value, is a shell command it runs. */
 const hyperfine: Handler = (inv, an) => {
   const scriptOpts = ["-p", "--prepare", "-s", "--setup", "-c", "--cleanup", "--conclude", "--reference"];
-  const valueOpts = ["-w", "--warmup", "-m", "--min-runs", "-M", "--max-runs", "-r", "--runs", "-P", "--parameter-scan", "-D", "--parameter-step-size", "-L", "--parameter-list", "--style", "--sort", "-u", "--time-unit", "--export-asciidoc", "--export-csv", "--export-json", "--export-markdown", "--export-orgmode", "--output", "-n", "--command-name", "-i", "--ignore-failure", "--input"];
+  const valueOpts = [
+    "-w",
+    "--warmup",
+    "-m",
+    "--min-runs",
+    "-M",
+    "--max-runs",
+    "-r",
+    "--runs",
+    "-P",
+    "--parameter-scan",
+    "-D",
+    "--parameter-step-size",
+    "-L",
+    "--parameter-list",
+    "--style",
+    "--sort",
+    "-u",
+    "--time-unit",
+    "--export-asciidoc",
+    "--export-csv",
+    "--export-json",
+    "--export-markdown",
+    "--export-orgmode",
+    "--output",
+    "-n",
+    "--command-name",
+    "-i",
+    "--ignore-failure",
+    "--input",
+  ];
   const out: Finding[] = [finding("build", "build-test", `${inv.name} times commands`)];
   const scripts: Arg[] = [...optionValues(inv.args, ["-p", "-s", "-c"], ["--prepare", "--setup", "--cleanup", "--conclude", "--reference"])];
-  for (const v of optionValues(inv.args, ["-S"], ["--shell"])) if (v.value !== "none" && v.value !== "sh" && v.value !== "bash") out.push(finding("contain", "inline-code", `${inv.name} runs its commands with the shell ${v.value ?? v.text}`));
-  scripts.push(...operands(inv.args, [...scriptOpts, ...valueOpts, "-S", "--shell"].filter((o) => o !== "-i" && o !== "--ignore-failure")));
-  for (const s of scripts) out.push(...(s.value === null ? [finding("review", "dynamic-command", `${inv.name} runs a command only known at run time`)] : an.script(s.value, inv.name)));
+  for (const v of optionValues(inv.args, ["-S"], ["--shell"]))
+    if (v.value !== "none" && v.value !== "sh" && v.value !== "bash")
+      out.push(finding("contain", "inline-code", `${inv.name} runs its commands with the shell ${v.value ?? v.text}`));
+  scripts.push(
+    ...operands(
+      inv.args,
+      [...scriptOpts, ...valueOpts, "-S", "--shell"].filter((o) => o !== "-i" && o !== "--ignore-failure"),
+    ),
+  );
+  for (const s of scripts)
+    out.push(
+      ...(s.value === null ? [finding("review", "dynamic-command", `${inv.name} runs a command only known at run time`)] : an.script(s.value, inv.name)),
+    );
   return out;
 };
 
@@ -600,7 +790,10 @@ const source: Handler = (inv, an) => {
   if (!file || file.value === null) return [finding("review", "remote-code", `${inv.name} runs a script only known at run time`)];
   if (runsDownloaded(an, file)) return [finding("review", "remote-code", `${inv.name} runs ${file.value}, downloaded by this command`)];
   for (const p of locate(an.state, file.value) ?? []) if (isSecretishFile(p.real)) an.state.secretSource ??= file.value;
-  return [finding("contain", "inline-code", `${inv.name} runs ${file.value} in the shell`), ...[judgeRead(an.env, an.state, file, false)].filter((f) => f !== undefined)];
+  return [
+    finding("contain", "inline-code", `${inv.name} runs ${file.value} in the shell`),
+    ...[judgeRead(an.env, an.state, file, false)].filter((f) => f !== undefined),
+  ];
 };
 
 const trap: Handler = (inv, an) => {
@@ -614,7 +807,8 @@ const trap: Handler = (inv, an) => {
 /** An Ex command that is `:!CMD` (or a `:%!CMD` filter): CMD is a shell command line. */
 const EX_SHELL = /^\s*:*\s*[%.$\d,]*\s*!(.*)$/s;
 /** Ex commands that run other code: `:w !cmd`, `:r !cmd`, system(), terminals, embedded languages. */
-const EX_RUNS_CODE = /\b(w|write|r|read|wq|x)\s+!|\bsystem(list)?\s*\(|\bterm(inal)?\b|^\s*:*\s*(py3?|python3?|pyx|lua|perl|ruby|luado|pydo|py3do|rubydo|perldo|call|exe(cute)?|so(urce)?)\b/;
+const EX_RUNS_CODE =
+  /\b(w|write|r|read|wq|x)\s+!|\bsystem(list)?\s*\(|\bterm(inal)?\b|^\s*:*\s*(py3?|python3?|pyx|lua|perl|ruby|luado|pydo|py3do|rubydo|perldo|call|exe(cute)?|so(urce)?)\b/;
 
 /** emacs: Lisp given with --eval, --load, --funcall or --script can do anything; the gate does not read Lisp. */
 const emacs: Handler = (inv) => {
@@ -626,7 +820,10 @@ const emacs: Handler = (inv) => {
 /** vim, nvim, ex: commands given with -c, --cmd or +CMD run before anything is edited. */
 const editor: Handler = (inv, an) => {
   const out: Finding[] = [finding("contain", "inline-code", `${inv.name} is an editor that can run commands`)];
-  const commands = [...optionValues(inv.args, [], ["-c", "--cmd"]), ...inv.args.filter((a) => a.value?.startsWith("+")).map((a) => staticArg(a.value!.slice(1)))];
+  const commands = [
+    ...optionValues(inv.args, [], ["-c", "--cmd"]),
+    ...inv.args.filter((a) => a.value?.startsWith("+")).map((a) => staticArg(a.value!.slice(1))),
+  ];
   for (const c of commands) {
     if (c.value === null) return [...out, finding("review", "dynamic-command", `${inv.name} runs an editor command only known at run time`)];
     const shell = EX_SHELL.exec(c.value);
@@ -661,20 +858,36 @@ export function commandOptionFindings(inv: Invocation, an: Analyzer): Finding[] 
     }
   }
   return lines.flatMap((line) =>
-    line === null ? [finding("review", "dynamic-command", `${inv.name} runs a command given in an option only known at run time`)] : an.script(line, `${inv.name} option command`),
+    line === null
+      ? [finding("review", "dynamic-command", `${inv.name} runs a command given in an option only known at run time`)]
+      : an.script(line, `${inv.name} option command`),
   );
 }
 
 /** kubectl and oc: the network, and `get`/`edit` of a cluster's secrets prints credentials. */
 const kubectl: Handler = (inv, an) => {
   an.state.network ??= inv.name;
-  const words = operands(inv.args, ["-n", "--namespace", "--context", "--cluster", "--user", "-s", "--server", "--kubeconfig", "-l", "--selector", "-o", "--output"]);
+  const words = operands(inv.args, [
+    "-n",
+    "--namespace",
+    "--context",
+    "--cluster",
+    "--user",
+    "-s",
+    "--server",
+    "--kubeconfig",
+    "-l",
+    "--selector",
+    "-o",
+    "--output",
+  ]);
   const verb = words.findIndex((w) => w.value === "get" || w.value === "edit");
   const secret = verb >= 0 && words.slice(verb + 1).some((w) => w.value === null || w.value.split(",").some((r) => CLUSTER_SECRET_RESOURCE.test(r)));
   if (secret) return [finding("review", "identity-secret", `${inv.name} ${words[verb]!.value} may print the cluster's secrets`)];
   // `config view` redacts credentials unless asked for them raw (or flattened with their data).
   const configView = words[0]?.value === "config" && words[1]?.value === "view";
-  if (configView && hasFlag(inv.args, "", ["--raw", "--flatten"])) return [finding("review", "identity-secret", `${inv.name} config view prints the kubeconfig's credentials`)];
+  if (configView && hasFlag(inv.args, "", ["--raw", "--flatten"]))
+    return [finding("review", "identity-secret", `${inv.name} config view prints the kubeconfig's credentials`)];
   return [finding("contain", "network", `${inv.name} reaches outside the workspace (network, other programs or machines)`)];
 };
 

@@ -2,7 +2,22 @@
 
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { below, isRegenerableName, isWithin, memo, type StatSource } from "../../places.ts";
-import { expandGlob, globToRegExp, heldSelf, heldSelves, isDownloaded, judgeRead, judgeWrite, locate, markDownloaded, spend, WRITE_STEPS, writeFinding, type Located, type ShellEnv } from "../env.ts";
+import {
+  expandGlob,
+  globToRegExp,
+  heldSelf,
+  heldSelves,
+  isDownloaded,
+  judgeRead,
+  judgeWrite,
+  locate,
+  markDownloaded,
+  spend,
+  WRITE_STEPS,
+  writeFinding,
+  type Located,
+  type ShellEnv,
+} from "../env.ts";
 import { finding, strictest, type Finding } from "../finding.ts";
 import { DYNAMIC, hasFlag, operands, optionValues, staticArg, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
 import type { Arg } from "../parse.ts";
@@ -40,8 +55,7 @@ function criticalTarget(env: ShellEnv, an: Analyzer, arg: Arg): string | undefin
     const v = arg.value.replace(/\/+$/, "") || "/"; // `/*/` is `/*` limited to directories
     const dir = v.includes("/") ? v.replace(/\/[^/]*$/, "") || "/" : ".";
     const bases = locate(an.state, dir);
-    if (/^[^/]*[*?[]/.test(v.split("/").pop() ?? "") && bases?.some((b) => isCritical(env, b.lexical) || isCritical(env, b.real)))
-      return arg.value;
+    if (/^[^/]*[*?[]/.test(v.split("/").pop() ?? "") && bases?.some((b) => isCritical(env, b.lexical) || isCritical(env, b.real))) return arg.value;
     return undefined;
   }
   const located = locate(an.state, arg.value);
@@ -111,7 +125,12 @@ function destroyFinding(env: ShellEnv, p: Located, shown: string, how: DestroyHo
   // and the sandbox cannot stop that part: the workspace is writable inside it.
   if (p.real !== ws && isWithin(p.real, ws)) return finding("review", "destructive", `${verb} removes ${shown}, which contains the whole workspace`);
   const own = heldSelf(env, p);
-  if (own) return finding("deny", "self-protection", `${verb} removes ${shown}, which holds ${own}, auto mode's own configuration or state or the settings that load it`);
+  if (own)
+    return finding(
+      "deny",
+      "self-protection",
+      `${verb} removes ${shown}, which holds ${own}, auto mode's own configuration or state or the settings that load it`,
+    );
   // Removing a name leaves a file's other hard links and their data alone: only what rewrites the
   // data (truncate, shred) may change a file outside through one, so only it needs the link count.
   const where = writeFinding(env, p, shown, `${verb} changes`, UNLINKS.has(verb) ? ONE_LINK : an.state.facts);
@@ -131,10 +150,7 @@ export function isRegenerableTarget(env: ShellEnv, an: Analyzer, arg: Arg): bool
   if (arg.value === null || arg.glob) return false;
   const ws = env.places.workspace;
   const places = locate(an.state, arg.value);
-  return (
-    places !== null &&
-    places.every((p) => p.real !== ws && isWithin(ws, p.real) && (regenerablePath(below(ws, p.real)) || isRegenerableFile(basename(p.real))))
-  );
+  return places?.every((p) => p.real !== ws && isWithin(ws, p.real) && (regenerablePath(below(ws, p.real)) || isRegenerableFile(basename(p.real)))) === true;
 }
 
 /** Inside a regenerable directory (`target/debug/incremental`, `node_modules/.cache`). */
@@ -162,10 +178,12 @@ function judgeFoundDestroy(env: ShellEnv, an: Analyzer, t: Arg, verb: string, al
   if (!places) return finding("review", "destructive", `${verb} removes what find selects below ${base.value}, relative to an unknown directory`);
   const ws = env.places.workspace;
   const one = (p: Located): Finding => {
-    if (name === undefined && (isCritical(env, p.lexical) || isCritical(env, p.real))) return finding("deny", "hard-deny", `${verb} wipes everything below ${base.value}`);
+    if (name === undefined && (isCritical(env, p.lexical) || isCritical(env, p.real)))
+      return finding("deny", "hard-deny", `${verb} wipes everything below ${base.value}`);
     const own = heldSelves(env, p).find((s) => s !== p.real && (name === undefined || globToRegExp(name).test(basename(s))));
     if (own) return finding("deny", "self-protection", `${verb} may remove ${own}, auto mode's own configuration or state`);
-    if (p.real !== ws && isWithin(p.real, ws)) return finding("review", "destructive", `${verb} removes files below ${base.value}, which contains the whole workspace`);
+    if (p.real !== ws && isWithin(p.real, ws))
+      return finding("review", "destructive", `${verb} removes files below ${base.value}, which contains the whole workspace`);
     const where = writeFinding(env, p, base.value!, `${verb} changes files below`, an.state.facts);
     if (where.cls !== "workspace-write" || !isWithin(ws, p.real)) return where;
     if (alwaysReview) return finding("review", "destructive", `${verb} irrecoverably destroys files below ${base.value}`);
@@ -182,7 +200,8 @@ function judgeFoundDestroy(env: ShellEnv, an: Analyzer, t: Arg, verb: string, al
  */
 export function judgeDirWrite(an: Analyzer, dir: Arg, verb: string): Finding {
   const own = dir.value === null ? undefined : (locate(an.state, dir.value) ?? []).map((p) => heldSelf(an.env, p)).find((o) => o !== undefined);
-  if (own) return finding("deny", "self-protection", `${verb} ${dir.value}, which holds ${own}, auto mode's own configuration or state or the settings that load it`);
+  if (own)
+    return finding("deny", "self-protection", `${verb} ${dir.value}, which holds ${own}, auto mode's own configuration or state or the settings that load it`);
   return judgeWrite(an.env, an.state, dir, verb);
 }
 
@@ -204,7 +223,8 @@ function copyLike(verb: string, removesSources: boolean): Handler {
     if (dest) out.push(judgeWrite(an.env, an.state, dest, `${verb} writes`));
     // Into an existing directory each source lands at DIR/NAME (its contents, for `SRC/.` or rsync's `SRC/`),
     // and a tree copied or moved there replaces whatever DIR/NAME holds.
-    const intoDir = dest !== undefined && dest.value !== null && (explicit.length > 0 || (locate(an.state, dest.value) ?? []).some((p) => isDirectory(p.real, an)));
+    const intoDir =
+      dest !== undefined && dest.value !== null && (explicit.length > 0 || (locate(an.state, dest.value) ?? []).some((p) => isDirectory(p.real, an)));
     for (const s of dest !== undefined && dest.value !== null ? sources : []) {
       if (s.value === null || s.glob) continue;
       const name = s.value.endsWith("/") || basename(s.value) === "." ? "" : basename(s.value);
@@ -212,14 +232,31 @@ function copyLike(verb: string, removesSources: boolean): Handler {
       if (landing !== dest) out.push(judgeWrite(an.env, an.state, landing, `${verb} writes`));
       if (!recursive && !removesSources) continue;
       const own = (locate(an.state, landing.value!) ?? []).map((p) => heldSelf(an.env, p)).find((o) => o !== undefined);
-      if (own) out.push(finding("deny", "self-protection", `${verb} replaces ${landing.value}, which holds ${own}, auto mode's own configuration or state or the settings that load it`));
+      if (own)
+        out.push(
+          finding(
+            "deny",
+            "self-protection",
+            `${verb} replaces ${landing.value}, which holds ${own}, auto mode's own configuration or state or the settings that load it`,
+          ),
+        );
     }
     const away = removesSources && dest !== undefined && outOfReach(an, dest);
     for (const s of sources) {
       const crit = removesSources ? criticalTarget(an.env, an, s) : undefined;
-      const own = removesSources && s.value !== null && !s.glob ? (locate(an.state, s.value) ?? []).map((p) => heldSelf(an.env, p)).find((o) => o !== undefined) : undefined;
+      const own =
+        removesSources && s.value !== null && !s.glob
+          ? (locate(an.state, s.value) ?? []).map((p) => heldSelf(an.env, p)).find((o) => o !== undefined)
+          : undefined;
       if (crit) out.push(finding("deny", "hard-deny", `${verb} moves away ${crit}`));
-      else if (own) out.push(finding("deny", "self-protection", `${verb} moves away ${s.value}, which holds ${own}, auto mode's own configuration or state or the settings that load it`));
+      else if (own)
+        out.push(
+          finding(
+            "deny",
+            "self-protection",
+            `${verb} moves away ${s.value}, which holds ${own}, auto mode's own configuration or state or the settings that load it`,
+          ),
+        );
       else if (away && isWorkspaceWork(an, s))
         out.push(finding("review", "destructive", `${verb} moves ${s.value} out of the workspace or into regenerable output, where cleanup may delete it`));
       else if (removesSources) out.push(judgeWrite(an.env, an.state, s, `${verb} removes`));
@@ -245,7 +282,25 @@ function isWorkspaceWork(an: Analyzer, src: Arg): boolean {
   return places.some((p) => p.exists && isWithin(ws, p.real)) && !isRegenerableTarget(an.env, an, src);
 }
 
-const RSYNC_VALUE_OPTIONS = ["-e", "--rsh", "--exclude", "--include", "--filter", "-f", "--exclude-from", "--include-from", "--files-from", "--backup-dir", "--suffix", "--chmod", "--chown", "--log-file", "--partial-dir", "--temp-dir", "-T"];
+const RSYNC_VALUE_OPTIONS = [
+  "-e",
+  "--rsh",
+  "--exclude",
+  "--include",
+  "--filter",
+  "-f",
+  "--exclude-from",
+  "--include-from",
+  "--files-from",
+  "--backup-dir",
+  "--suffix",
+  "--chmod",
+  "--chown",
+  "--log-file",
+  "--partial-dir",
+  "--temp-dir",
+  "-T",
+];
 
 /**
  * rsync between local paths is a copy; `--remove-source-files` makes it a move, and `--delete`
@@ -258,7 +313,7 @@ const rsyncLocal: Handler = (inv, an) => {
   const dest = operands(inv.args, RSYNC_VALUE_OPTIONS).at(-1);
   if (!dest) return out;
   const located = dest.value === null || dest.glob ? null : locate(an.state, dest.value);
-  if (located && located.every((p) => !p.exists)) return out; // a new destination has nothing to delete
+  if (located?.every((p) => !p.exists)) return out; // a new destination has nothing to delete
   const crit = criticalTarget(an.env, an, dest);
   // A wipe comes first: it is what the message should name, before what the destination holds.
   if (crit !== undefined) out.unshift(finding("deny", "hard-deny", `rsync --delete empties ${crit}`));
@@ -268,7 +323,10 @@ const rsyncLocal: Handler = (inv, an) => {
 
 /** Every operand is written (touch, mkdir, tee, sponge, gzip, ...). */
 function writesOperands(verb: string, valueOpts: readonly string[] = [], skipFirst = 0): Handler {
-  return (inv, an) => operands(inv.args, valueOpts).slice(skipFirst).map((a) => judgeWrite(an.env, an.state, a, `${verb} writes`));
+  return (inv, an) =>
+    operands(inv.args, valueOpts)
+      .slice(skipFirst)
+      .map((a) => judgeWrite(an.env, an.state, a, `${verb} writes`));
 }
 
 const ln: Handler = (inv, an) => {
@@ -285,7 +343,8 @@ const ln: Handler = (inv, an) => {
     // A hard link to a file outside the roots lets a later in-workspace write change that file.
     for (const src of explicit.length > 0 ? ops : ops.slice(0, -1)) {
       const w = judgeWrite(an.env, an.state, src, "ln hard-links");
-      if (w.cls !== "workspace-write") out.push(finding("contain", "outside-writable-roots", `ln hard-links ${src.text}, which lies outside the writable roots`));
+      if (w.cls !== "workspace-write")
+        out.push(finding("contain", "outside-writable-roots", `ln hard-links ${src.text}, which lies outside the writable roots`));
     }
   }
   return out;
@@ -360,7 +419,7 @@ const dd: Handler = (inv, an) => {
 
 /** sed -i and awk -i inplace rewrite their file operands; sed's e/w commands run or write elsewhere. */
 const sed: Handler = (inv, an) => {
-  const inPlace = inv.args.some((a) => a.value !== null && (/^-[a-zA-Z]*i/.test(a.value) && !a.value.startsWith("--") || a.value.startsWith("--in-place")));
+  const inPlace = inv.args.some((a) => a.value !== null && ((/^-[a-zA-Z]*i/.test(a.value) && !a.value.startsWith("--")) || a.value.startsWith("--in-place")));
   const scripts = optionValues(inv.args, ["-e", "-f"], ["--expression", "--file"]);
   const ops = operands(inv.args, ["-e", "-f", "--expression", "--file", "-l", "--line-length"]);
   if (scripts.length === 0 && ops.length > 0) scripts.push(ops.shift()!);
@@ -463,8 +522,7 @@ const awk: Handler = (inv, an) => {
 const tar: Handler = (inv, an) => {
   const first = inv.args[0]?.value ?? "";
   const modeWord = first.startsWith("-") ? first.slice(1) : first;
-  const has = (c: string, long: string) =>
-    (!first.startsWith("--") && modeWord.includes(c)) || hasFlag(inv.args, c, [long]);
+  const has = (c: string, long: string) => (!first.startsWith("--") && modeWord.includes(c)) || hasFlag(inv.args, c, [long]);
   const extract = has("x", "--extract") || has("x", "--get");
   const create = has("c", "--create") || has("r", "--append") || has("u", "--update");
   const out: Finding[] = [];
@@ -583,7 +641,14 @@ const find: Handler = (inv, an) => {
         cmd.push(args[i]!);
       }
       // `{}` alone is one selected path; inside a longer word it is only known at run time.
-      for (const f of found) out.push(...an.argv(cmd.map((a) => (a.value === "{}" ? f : a.value !== null && a.value.includes("{}") ? DYNAMIC : a)), inv.source, false));
+      for (const f of found)
+        out.push(
+          ...an.argv(
+            cmd.map((a) => (a.value === "{}" ? f : a.value?.includes("{}") ? DYNAMIC : a)),
+            inv.source,
+            false,
+          ),
+        );
     } else if (v === "-fprint" || v === "-fprint0" || v === "-fprintf" || v === "-fls") {
       const f = args[i + 1];
       if (f) out.push(judgeWrite(an.env, an.state, f, `find ${v} writes`));

@@ -10,9 +10,41 @@ import type { Arg } from "../parse.ts";
 import { GIT_SAFE_CONFIG_KEYS, PROTECTED_BRANCHES, SUBCOMMANDS } from "../table.ts";
 import { isRegenerableTarget, judgeDirWrite } from "./files.ts";
 
-const CLONE_VALUE_OPTIONS = ["-b", "--branch", "-o", "--origin", "--depth", "-c", "--config", "--reference", "--template", "-u", "--upload-pack", "--separate-git-dir", "--filter", "-j", "--jobs", "--shallow-since", "--shallow-exclude"];
+const CLONE_VALUE_OPTIONS = [
+  "-b",
+  "--branch",
+  "-o",
+  "--origin",
+  "--depth",
+  "-c",
+  "--config",
+  "--reference",
+  "--template",
+  "-u",
+  "--upload-pack",
+  "--separate-git-dir",
+  "--filter",
+  "-j",
+  "--jobs",
+  "--shallow-since",
+  "--shallow-exclude",
+];
 /** Subcommands that run repository hooks (commit, merge, checkout and friends). */
-const HOOK_RUNNING: ReadonlySet<string> = new Set(["commit", "merge", "rebase", "am", "cherry-pick", "revert", "checkout", "switch", "bisect", "worktree", "gc", "pull", "push"]);
+const HOOK_RUNNING: ReadonlySet<string> = new Set([
+  "commit",
+  "merge",
+  "rebase",
+  "am",
+  "cherry-pick",
+  "revert",
+  "checkout",
+  "switch",
+  "bisect",
+  "worktree",
+  "gc",
+  "pull",
+  "push",
+]);
 
 const WORKTREE_WRITING: ReadonlySet<string> = new Set(["checkout", "restore", "rm", "mv", "stash", "clean", "reset", "checkout-index"]);
 
@@ -44,15 +76,16 @@ function push(args: readonly Arg[], an: Analyzer): Finding {
   const ops = operands(args, ["--repo", "--receive-pack", "--exec", "-o", "--push-option", "--signed"]);
   const refspecs = ops.slice(1);
   const forceFlag =
-    hasFlag(args, "f", ["--force", "--force-with-lease", "--force-if-includes", "--mirror"]) ||
-    args.some((a) => a.value?.startsWith("--force-with-lease"));
+    hasFlag(args, "f", ["--force", "--force-with-lease", "--force-if-includes", "--mirror"]) || args.some((a) => a.value?.startsWith("--force-with-lease"));
   const plusRefs = refspecs.filter((r) => r.value?.startsWith("+"));
   if (refspecs.some((r) => r.value === null) && (forceFlag || plusRefs.length > 0))
     return finding("review", "force-push", "git force-pushes a ref only known at run time");
   const forced = forceFlag ? refspecs : plusRefs;
   const targets = forced.flatMap((r) => pushedBranches(r.value ?? ""));
   if ((forceFlag || plusRefs.length > 0) && refspecs.length === 0 && an.env.currentBranch) targets.push(an.env.currentBranch);
-  const hit = targets.find((b) => PROTECTED_BRANCHES.has(b) || b === "HEAD" && an.env.currentBranch !== undefined && PROTECTED_BRANCHES.has(an.env.currentBranch));
+  const hit = targets.find(
+    (b) => PROTECTED_BRANCHES.has(b) || (b === "HEAD" && an.env.currentBranch !== undefined && PROTECTED_BRANCHES.has(an.env.currentBranch)),
+  );
   if (hit) return finding("deny", "hard-deny", `git force-pushes to the protected branch ${hit === "HEAD" ? an.env.currentBranch : hit}`);
   if (forceFlag || plusRefs.length > 0) return finding("review", "force-push", "git force-push rewrites shared history");
   const deleting = hasFlag(args, "d", ["--delete"]);
@@ -70,11 +103,16 @@ function config(args: readonly Arg[]): Finding {
   const scopeFlags = ["--global", "--system", "--file", "-f", "--blob"];
   const scope = args.find((a) => a.value !== null && scopeFlags.includes(a.value.split("=")[0]!))?.value;
   const reading = args.some((a) =>
-    ["--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "--show-origin", "--show-scope", "--name-only", "get", "list"].includes(a.value ?? ""),
+    ["--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "--show-origin", "--show-scope", "--name-only", "get", "list"].includes(
+      a.value ?? "",
+    ),
   );
-  const ops = operands(args, ["--file", "-f", "--blob", "--type", "--default", "--comment"]).filter((a) => !["get", "set", "unset", "list"].includes(a.value ?? ""));
+  const ops = operands(args, ["--file", "-f", "--blob", "--type", "--default", "--comment"]).filter(
+    (a) => !["get", "set", "unset", "list"].includes(a.value ?? ""),
+  );
   if (reading || ops.length === 1) return finding("read", "read-only", "git reads its configuration");
-  if (scope) return finding("review", "git-config", `git changes ${scope === "--global" || scope === "--system" ? "the user's global" : "another"} configuration`);
+  if (scope)
+    return finding("review", "git-config", `git changes ${scope === "--global" || scope === "--system" ? "the user's global" : "another"} configuration`);
   const key = ops[0];
   if (!key || key.value === null) return finding("review", "git-config", "git changes a configuration key only known at run time");
   return configKeyFinding(key.value, "");
@@ -89,7 +127,8 @@ function checkout(args: readonly Arg[], an: Analyzer): Finding {
   // `git checkout <path>` discards changes to that path; a name that exists as a file is a path.
   for (const a of operands(args, ["-b", "-B", "--orphan", "--conflict"])) {
     if (a.value === null) return finding("review", "destructive", "git checkout of a target only known at run time");
-    if ((locate(an.state, a.value) ?? []).some((p) => p.exists)) return finding("review", "destructive", `git checkout ${a.value} discards changes to that path`);
+    if ((locate(an.state, a.value) ?? []).some((p) => p.exists))
+      return finding("review", "destructive", `git checkout ${a.value} discards changes to that path`);
   }
   return finding("git-local", "git-local", "git checkout switches branches");
 }
@@ -144,7 +183,11 @@ function subcommand(sub: string, args: readonly Arg[], an: Analyzer, inv: Invoca
     case "branch":
       if (has("D", []) || (has("d", ["--delete"]) && has("f", ["--force"])))
         return [finding("review", "destructive", "git branch -D deletes a branch that may hold unmerged work")];
-      if (args.length === 0 || has("alrv", ["--list", "--all", "--remotes", "--show-current", "--contains", "--merged", "--no-merged", "--verbose"]) && !has("mcdMC", ["--move", "--copy", "--delete", "--set-upstream-to", "--unset-upstream"]))
+      if (
+        args.length === 0 ||
+        (has("alrv", ["--list", "--all", "--remotes", "--show-current", "--contains", "--merged", "--no-merged", "--verbose"]) &&
+          !has("mcdMC", ["--move", "--copy", "--delete", "--set-upstream-to", "--unset-upstream"]))
+      )
         return [finding("read", "read-only", "git lists branches")];
       return [finding("git-local", "git-local", "git changes a local branch")];
     case "tag":
@@ -184,8 +227,12 @@ function subcommand(sub: string, args: readonly Arg[], an: Analyzer, inv: Invoca
       if (first === "run") return [finding("git-local", "git-local", "git bisect"), ...an.argv(args.slice(1), inv.source, false)];
       return [finding("git-local", "git-local", "git bisect")];
     case "rebase": {
-      const execs = args.flatMap((a, i) => (a.value === "-x" || a.value === "--exec" ? [args[i + 1]] : a.value?.startsWith("--exec=") ? [staticArg(a.value.slice(7))] : []));
-      const nested = execs.flatMap((e) => (e?.value ? an.script(e.value, "git rebase --exec") : [finding("review", "dynamic-command", "git rebase --exec runs a command only known at run time")]));
+      const execs = args.flatMap((a, i) =>
+        a.value === "-x" || a.value === "--exec" ? [args[i + 1]] : a.value?.startsWith("--exec=") ? [staticArg(a.value.slice(7))] : [],
+      );
+      const nested = execs.flatMap((e) =>
+        e?.value ? an.script(e.value, "git rebase --exec") : [finding("review", "dynamic-command", "git rebase --exec runs a command only known at run time")],
+      );
       return [finding("git-local", "git-local", "git rebase rewrites local history"), ...nested];
     }
     case "clone": {
@@ -203,7 +250,9 @@ function subcommand(sub: string, args: readonly Arg[], an: Analyzer, inv: Invoca
         return m && m[1] !== "" ? [{ ...a, value: m[1]! }] : [];
       });
       if (pagers.length === 0) return [finding("read", "read-only", "git grep")];
-      return pagers.flatMap((p) => (p.value === null ? [finding("review", "dynamic-command", "git grep -O runs a pager only known at run time")] : an.script(p.value, "git grep -O")));
+      return pagers.flatMap((p) =>
+        p.value === null ? [finding("review", "dynamic-command", "git grep -O runs a pager only known at run time")] : an.script(p.value, "git grep -O"),
+      );
     }
     case "archive":
     case "ls-remote":
@@ -218,7 +267,9 @@ function subcommand(sub: string, args: readonly Arg[], an: Analyzer, inv: Invoca
       const table = SUBCOMMANDS.get("git")!;
       const cls = table.byName.get(sub) ?? table.fallback;
       const reason = cls === "read" ? "read-only" : cls === "git-local" ? "git-local" : cls === "review" ? "destructive" : "network";
-      return [finding(cls, reason, cls === "contain" && !table.byName.has(sub) ? `git ${sub} is not a known subcommand (an alias may run anything)` : `git ${sub}`)];
+      return [
+        finding(cls, reason, cls === "contain" && !table.byName.has(sub) ? `git ${sub} is not a known subcommand (an alias may run anything)` : `git ${sub}`),
+      ];
     }
   }
 }
@@ -251,7 +302,7 @@ export const git: Handler = (inv, an) => {
       out.push(configKeyFinding(kv.split("=")[0]!, " for one command"));
     } else if (name === "-C" || name === "--git-dir" || name === "--work-tree") {
       const located = value?.value ? locate(an.state, value.value) : null;
-      if (!located || !located.every((p) => isWithin(an.env.places.workspace, p.real) && (name !== "-C" || !inNestedRepository(an, an.env.places.workspace, p.real))))
+      if (!located?.every((p) => isWithin(an.env.places.workspace, p.real) && (name !== "-C" || !inNestedRepository(an, an.env.places.workspace, p.real))))
         elsewhere = true;
       // git writes where it works (index, objects, init): inside auto mode's own files that is self-disabling.
       for (const p of located ?? []) {
@@ -290,8 +341,7 @@ export const git: Handler = (inv, an) => {
   for (const f of found) {
     if (f.cls === "read" && foreign)
       out.push(finding("contain", "sandboxed", `${f.detail}, in a repository whose configuration (fsmonitor, filters, textconv) the gate never inspected`));
-    else if (f.cls === "git-local" && demote)
-      out.push(finding("contain", "sandboxed", `${f.detail}, in a repository or with hooks the gate cannot vouch for`));
+    else if (f.cls === "git-local" && demote) out.push(finding("contain", "sandboxed", `${f.detail}, in a repository or with hooks the gate cannot vouch for`));
     else if (f.cls === "git-local" && an.env.gitHooksActive && HOOK_RUNNING.has(sub))
       // Hooks run outside the sandbox with the commit, and often read workspace files the agent
       // may change (lint-staged in package.json, a pre-commit config): a reviewer judges them.

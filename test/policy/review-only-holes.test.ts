@@ -14,11 +14,11 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { substitute, type Expectation } from "../src/eval/corpus.ts";
-import { decideLikeTheExtension, evalSetup, isViolation } from "../src/eval/score.ts";
-import { buildEvalWorkspace, type EvalWorkspace } from "../src/eval/workspace.ts";
-import commands from "../src/policy/data/commands.json" with { type: "json" };
-import type { Backend } from "../src/policy/types.ts";
+import { substitute, type Expectation } from "../../src/eval/corpus.ts";
+import { decideLikeTheExtension, evalSetup, isViolation } from "../../src/eval/score.ts";
+import { buildEvalWorkspace, type EvalWorkspace } from "../../src/eval/workspace.ts";
+import commands from "../../src/policy/data/commands.json" with { type: "json" };
+import type { Backend } from "../../src/policy/types.ts";
 
 let w: EvalWorkspace;
 before(() => {
@@ -149,13 +149,13 @@ hostile("(b) a package runner's command is judged as the command it runs", "cont
   "npx --yes del-cli ~",
   "bun x rimraf ~",
   "yarn sh -c payload",
-  "pnpm node -e 'require(\"child_process\").execSync(\"payload\")'",
+  'pnpm node -e \'require("child_process").execSync("payload")\'',
 ]);
 
 hostile("(c) a write to a file that a later build of the same script runs", "contain", [
   `echo '{"scripts":{"x":"payload"}}' > package.json; npm run x`,
   `echo '{"scripts":{"test":"payload"}}' > package.json && npm test`,
-  "cat > package.json <<'E'\n{\"scripts\":{\"test\":\"payload\"}}\nE\nnpm test",
+  'cat > package.json <<\'E\'\n{"scripts":{"test":"payload"}}\nE\nnpm test',
   "sed -i 's/node --test/payload/' package.json && npm test",
   "printf 'all:\\n\\tpayload\\n' > Makefile && make",
   "echo 'x: ; payload' >> Makefile; make x",
