@@ -22,6 +22,12 @@ export interface Judgement {
   readonly reason: ReasonCode;
   readonly detail: string;
   readonly subject: RuleSubject;
+  /**
+   * A shell command's parts of other classes (one per class): the routing tables do not order every
+   * pair of classes alike (review-only allows a git write and reviews a network call; the unstaged
+   * sandbox the other way round), so the route is the strictest over all of them.
+   */
+  readonly parts?: readonly { readonly cls: CommandClass; readonly reason: ReasonCode; readonly detail: string }[];
 }
 
 function malformed(kind: ToolKind, tool: string, what: string): Judgement {
@@ -118,10 +124,23 @@ function judgeFileWrite(tool: string, raw: string, lexical: string, real: string
 }
 
 function judgeBash(command: string, ctx: JudgeContext): Judgement {
-  const { verdict, extraction } = analyzeShell(command, ctx.shell);
+  const { verdict, findings, extraction } = analyzeShell(command, ctx.shell);
   // Without rules nothing reads the subject. The analysis hands over its reading of the command.
   const subject = ctx.rulesConfigured === false ? { tool: "bash", commands: [], paths: [] } : bashSubject(command, ctx, extraction);
-  return { kind: "bash", cls: verdict.cls, reason: verdict.reason, detail: verdict.detail, subject };
+  const parts = otherClasses(verdict.cls, findings);
+  return { kind: "bash", cls: verdict.cls, reason: verdict.reason, detail: verdict.detail, subject, ...(parts.length > 0 ? { parts } : {}) };
+}
+
+/** The first finding of each class other than the verdict's, in order. */
+function otherClasses(cls: CommandClass, findings: readonly { cls: CommandClass; reason: ReasonCode; detail: string }[]): NonNullable<Judgement["parts"]> {
+  const seen = new Set<CommandClass>([cls]);
+  const out: { cls: CommandClass; reason: ReasonCode; detail: string }[] = [];
+  for (const f of findings) {
+    if (seen.has(f.cls)) continue;
+    seen.add(f.cls);
+    out.push({ cls: f.cls, reason: f.reason, detail: f.detail });
+  }
+  return out;
 }
 
 /** The simple commands of a bash call, as rules see them: words joined by single spaces. */

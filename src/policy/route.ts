@@ -82,14 +82,22 @@ export function route(j: Judgement, backend: Backend, config: ConfigResult): Dec
       return decision("sandbox", "user-allow-rule", sentence(`allowed by the user's rules (${j.detail}); runs inside the sandbox`));
     return decision("allow", "user-allow-rule", sentence(`allowed by the user's rules (${j.detail})`));
   }
-  const r = tableRoute(j.kind, j.cls, backend);
   if (j.kind === "bash" && backend === "unavailable") return unavailable();
-  if (r === "sandbox") return decision("sandbox", "sandboxed", sentence(`${j.detail}; runs inside the sandbox`));
-  if (r === "review" && j.cls === "contain") return decision("review", j.reason, sentence(`${j.detail}; without a sandbox this needs review`));
-  if (r === "review" && j.cls === "git-local")
-    return decision("review", j.reason, sentence(`${j.detail}; this machine cannot stage the workspace, so a git write needs review`));
-  return decision(r, j.reason, sentence(j.detail));
+  // The strictest route over every class the call has; on a tie the judgement's own.
+  let part: { readonly cls: CommandClass; readonly reason: Judgement["reason"]; readonly detail: string } = j;
+  let r = tableRoute(j.kind, j.cls, backend);
+  for (const p of j.parts ?? []) {
+    const pr = tableRoute(j.kind, p.cls, backend);
+    if (ROUTE_RANK[pr] > ROUTE_RANK[r]) [part, r] = [p, pr];
+  }
+  if (r === "sandbox") return decision("sandbox", "sandboxed", sentence(`${part.detail}; runs inside the sandbox`));
+  if (r === "review" && part.cls === "contain") return decision("review", part.reason, sentence(`${part.detail}; without a sandbox this needs review`));
+  if (r === "review" && part.cls === "git-local")
+    return decision("review", part.reason, sentence(`${part.detail}; this machine cannot stage the workspace, so a git write needs review`));
+  return decision(r, part.reason, sentence(part.detail));
 }
+
+const ROUTE_RANK: Readonly<Record<Route, number>> = { allow: 0, sandbox: 1, review: 2, deny: 3 };
 
 function unavailable(): Decision {
   return decision("deny", "sandbox-unavailable", "The sandbox is unavailable, so auto mode runs no shell commands.");

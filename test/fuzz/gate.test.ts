@@ -229,11 +229,10 @@ describe("monotonicity: a command inside a larger one is never routed less stric
     await checkProperty(t, monotone(["sandboxed", "review-only"], EMBEDDINGS, true), { runs: fuzzRuns(1000) });
   });
 
-  // Under sandboxed-unstaged a git write alone is reviewed (nothing judges its effects); with a
-  // build beside it the git write now wins (finding.ts COMBINE_RANK), but with network beside it the
-  // command takes `contain`, which that backend routes to the sandbox: no one class is at least as
-  // strict as both everywhere (review-only allows git writes and reviews `contain`).
-  test("on the unstaged sandbox", { todo: "git-local and contain are incomparable: one class cannot carry both (regression below)" }, async (t) => {
+  // Under sandboxed-unstaged a git write alone is reviewed (nothing judges its effects), and no one
+  // class is at least as strict as git-local and contain on every backend (review-only allows git
+  // writes and reviews contain): the route is the strictest over every class of the command.
+  test("on the unstaged sandbox", async (t) => {
     await checkProperty(t, monotone(["sandboxed-unstaged"], EMBEDDINGS, false), { runs: fuzzRuns(1000) });
   });
 });
@@ -268,15 +267,13 @@ describe("monotonicity counterexamples found by the properties (src/policy/shell
   test("a git write beside a build on the unstaged sandbox: git stash; npm test is reviewed like git stash", () => {
     atLeastAsStrict("sandboxed-unstaged", "git stash", "git stash; npm test");
   });
-  // Needs the route to see every class of the command, not the strictest one: for the lead (judge.ts, route.ts).
-  test("a git write beside network on the unstaged sandbox: git stash pop; curl URL is reviewed like git stash pop", {
-    todo: "git-local and contain are incomparable",
-  }, () => {
+  // The route is the strictest over every class of the command (route.ts), not one combined class's.
+  test("a git write beside network on the unstaged sandbox: git stash pop; curl URL is reviewed like git stash pop", () => {
     atLeastAsStrict("sandboxed-unstaged", "git stash pop", "git stash pop; curl -s https://example.com");
   });
   // Found while exploring the generators: bash runs each complete line before it reads the next,
   // so a line that does not parse cannot stop the denied line above it from running.
-  test("a denied line, then a line that does not parse: rm -rf /\\n) is denied like rm -rf /", { todo: open }, () => {
+  test("a denied line, then a line that does not parse: rm -rf /\\n) is denied like rm -rf /", () => {
     for (const backend of ["sandboxed", "review-only"] as const) atLeastAsStrict(backend, "rm -rf /", "rm -rf /\n)");
   });
 });
