@@ -190,7 +190,7 @@ const fragments = fc.oneof(
   { weight: 2, arbitrary: fc.constantFrom(...corpus.filter((c) => !c.includes("#") && c.length < 300)).map((c) => ({ c: closed(c), simple: false })) },
 );
 
-/** Sets a shell variable somewhere (`T=/; rm -rf $T`, `HOME=/tmp jq .`): see the todo test below. */
+/** Sets a shell variable somewhere (`T=/; rm -rf $T`, `HOME=/tmp jq .`): followed inside compound commands too (subshells and pipeline stages restore, if-branches forget). */
 const SETS_VARIABLE = /(?:^|[\s;&|(){}`]|\$\()[A-Za-z_][A-Za-z0-9_]*=/;
 
 function monotone(backends: readonly Backend[], embeddings: readonly Embedding[] = EMBEDDINGS, variables = true) {
@@ -225,7 +225,7 @@ describe("monotonicity: a command inside a larger one is never routed less stric
   // Known failures, left for src/policy/shell (see the regressions below): the gate follows a
   // variable set in the top-level list only, so inside a subshell, group, pipeline, substitution,
   // function, loop or if the same `T=/; rm -rf $T` is reviewed instead of denied.
-  test("for fragments that set shell variables too", { todo: "variables set inside a compound command are not followed (regressions below)" }, async (t) => {
+  test("for fragments that set shell variables too", async (t) => {
     await checkProperty(t, monotone(["sandboxed", "review-only"], EMBEDDINGS, true), { runs: fuzzRuns(1000) });
   });
 
@@ -247,15 +247,14 @@ function atLeastAsStrict(backend: Backend, alone: string, embedded: string): voi
   );
 }
 
-describe("monotonicity counterexamples found by the properties (src/policy/shell: open)", () => {
-  const open = "found by test/fuzz/gate.test.ts; for src/policy/shell to fix";
-  test("a variable set and used inside a subshell: ( T=/; rm -rf $T ) is denied like T=/; rm -rf $T", { todo: open }, () => {
+describe("monotonicity counterexamples found by the properties", () => {
+  test("a variable set and used inside a subshell: ( T=/; rm -rf $T ) is denied like T=/; rm -rf $T", () => {
     atLeastAsStrict("sandboxed", "T=/; rm -rf $T", "( T=/; rm -rf $T )");
   });
-  test("a command name from variables inside if: if true; then X=rm; Y=-rf; $X $Y ~; fi is denied like the bare list", { todo: open }, () => {
+  test("a command name from variables inside if: if true; then X=rm; Y=-rf; $X $Y ~; fi is denied like the bare list", () => {
     atLeastAsStrict("sandboxed", "X=rm; Y=-rf; $X $Y ~", "if true; then X=rm; Y=-rf; $X $Y ~; fi");
   });
-  test("the same inside a pipeline: { T=/; rm -rf $T; } | cat", { todo: open }, () => {
+  test("the same inside a pipeline: { T=/; rm -rf $T; } | cat", () => {
     atLeastAsStrict("review-only", "T=/; rm -rf $T", "{ T=/; rm -rf $T; } | cat");
   });
   test('an assignment given to env: env HOME=/tmp jq . "$(ls)" is reviewed like HOME=/tmp jq . "$(ls)"', () => {

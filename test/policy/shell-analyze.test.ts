@@ -227,6 +227,18 @@ describe("downloads that are then run", () => {
     ["sh scripts/setup.sh", "contain", "inline-code"],
   ]);
 
+  // Variables inside compound commands, as bash scopes them: a subshell (or a pipeline stage) sees
+  // its own assignments and the shell after it does not; an if-branch's are unknown after it.
+  table([
+    ["( T=/; rm -rf $T )", "deny", "hard-deny"],
+    ["{ T=/; rm -rf $T; } | cat", "deny", "hard-deny"],
+    ["if true; then X=rm; Y=-rf; $X $Y ~; fi", "deny", "hard-deny"],
+    ["T=build; (T=/); rm -rf $T", "cleanup", "regenerable-cleanup"],
+    ["T=build; T=/ | cat; rm -rf $T", "cleanup", "regenerable-cleanup"],
+    ["T=build; if test -d x; then T=/; fi; rm -rf $T", "review", "destructive"],
+    ["if test -d x; then T=build; else T=src; fi; rm -rf $T", "review", "destructive"],
+  ]);
+
   table([
     ["npm start", "contain", "network"],
     ["npm run dev:web", "contain", "network"],

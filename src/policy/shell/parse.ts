@@ -11,7 +11,7 @@
 
 import { forEachChild, parse } from "unbash";
 import type { Command, ParsedScript, Redirection, SyntaxNode, Word } from "unbash";
-import { commandWords, hereDocText, isSingleWord, Scope, wordArg, type Arg } from "./words.ts";
+import { commandWords, hereDocText, isSingleWord, Scope, type ScopeSnapshot, wordArg, type Arg } from "./words.ts";
 
 export type { Arg, FoundPath } from "./words.ts";
 
@@ -403,6 +403,59 @@ const ALWAYS = () => true;
 const FIRST = (i: number) => i === 0;
 
 /** Whether the children of a node run exactly once, in order, in the same shell as the node. */
+// Markers on the walk's stack around a part that runs in order but apart: a subshell (and each
+// stage of a pipeline, which runs in one) sees its own assignments, and the shell that started it
+// does not; a branch of an if sees its own, and after it they are unknown (it may not have run).
+const SCOPE_ENTER = { type: "ScopeEnter" } as unknown as SyntaxNode;
+const SCOPE_RESTORE = { type: "ScopeRestore" } as unknown as SyntaxNode;
+const SCOPE_FORGET = { type: "ScopeForget" } as unknown as SyntaxNode;
+
+/**
+ * For a certain subshell, pipeline or if: its children of that kind are walked as certain between
+ * an enter and an exit marker. Children sit reversed at nodes[start, start + count), as frames do.
+ */
+function scopeChildren(n: SyntaxNode, nodes: SyntaxNode[], frames: Frame[], start: number, count: number): void {
+  let exit: SyntaxNode | undefined;
+  let scoped: (c: SyntaxNode) => boolean;
+  if (n.type === "Subshell") {
+    exit = SCOPE_RESTORE;
+    scoped = () => true;
+  } else if (n.type === "Pipeline" && n.commands.length > 1) {
+    exit = SCOPE_RESTORE;
+    const stages = new Set<SyntaxNode>(n.commands);
+    scoped = (c) => stages.has(c);
+  } else if (n.type === "If") {
+    exit = SCOPE_FORGET;
+    const branches = new Set<SyntaxNode>([n.then, ...(n.else ? [n.else] : [])]);
+    const clause = n.clause;
+    // The clause runs whenever the if does: its assignments are certain.
+    for (let i = start; i < start + count; i++) if (nodes[i] === clause) frames[i] = { ...frames[i]!, certain: true };
+    scoped = (c) => branches.has(c);
+  } else return;
+  const kids = nodes.splice(start, count);
+  const kidFrames = frames.splice(start, count);
+  // Back to walk order (child 0 first), markers around each scoped child, then reversed again.
+  kids.reverse();
+  kidFrames.reverse();
+  const outNodes: SyntaxNode[] = [];
+  const outFrames: Frame[] = [];
+  for (let i = 0; i < kids.length; i++) {
+    const c = kids[i]!;
+    const f = kidFrames[i]!;
+    if (!scoped(c)) {
+      outNodes.push(c);
+      outFrames.push(f);
+      continue;
+    }
+    outNodes.push(SCOPE_ENTER, c, exit);
+    outFrames.push(f, { ...f, certain: true }, f);
+  }
+  outNodes.reverse();
+  outFrames.reverse();
+  nodes.push(...outNodes);
+  frames.push(...outFrames);
+}
+
 function certainChildren(n: SyntaxNode, frame: Frame): (index: number) => boolean {
   if (!frame.certain) return NEVER;
   switch (n.type) {
@@ -583,6 +636,7 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
     }
     // Two parallel stacks: the nodes still to visit, and the context each is visited in.
     const nodes: SyntaxNode[] = [root];
+    const marks: ScopeSnapshot[] = [];
     const frames: Frame[] = [
       {
         pipeline: -1,
@@ -613,6 +667,16 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
       }
       const n = nodes.pop()!;
       const frame = frames.pop()!;
+      if (n === SCOPE_ENTER) {
+        marks.push(scope.snapshot());
+        continue;
+      }
+      if (n === SCOPE_RESTORE || n === SCOPE_FORGET) {
+        const mark = marks.pop()!;
+        if (n === SCOPE_RESTORE) scope.restore(mark);
+        else scope.forgetChangedSince(mark);
+        continue;
+      }
       // Inside a function body $1 is the function's own argument.
       scope.positionalVisible = frame.inFunction === undefined;
       let child: Frame = frame;
@@ -797,6 +861,7 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
         for (let i = count - 1; i >= 0; i--)
           frames.push(certain(i) === child.certain ? child : child.certain ? (uncertain ??= { ...child, certain: false }) : { ...child, certain: true });
       }
+      if (child.certain && count > 0) scopeChildren(n, nodes, frames, start, count);
     }
   } catch (e) {
     return fail(`parser failed: ${e instanceof Error ? e.message : String(e)}`);

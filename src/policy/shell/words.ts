@@ -86,6 +86,30 @@ export class Scope {
     this.opaque = true;
     this.version++;
   }
+
+  /** What the variables hold now, to go back to after a subshell or to compare with after a branch. */
+  snapshot(): ScopeSnapshot {
+    return { vars: new Map(this.vars), opaque: this.opaque };
+  }
+
+  /** Leaving a subshell: its assignments do not reach the shell that started it. */
+  restore(s: ScopeSnapshot): void {
+    this.vars.clear();
+    for (const [k, v] of s.vars) this.vars.set(k, v);
+    this.opaque = s.opaque;
+    this.version++;
+  }
+
+  /** Leaving a branch that may not have run: what it assigned is unknown after it. */
+  forgetChangedSince(s: ScopeSnapshot): void {
+    for (const [k, v] of this.vars) if (!s.vars.has(k) || s.vars.get(k) !== v) this.vars.set(k, null);
+    this.version++;
+  }
+}
+
+export interface ScopeSnapshot {
+  readonly vars: ReadonlyMap<string, string | null>;
+  readonly opaque: boolean;
 }
 
 const SPECIAL_PARAMETER = /^([0-9@*#?$!-]|[0-9]+)$/;
