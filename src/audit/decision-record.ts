@@ -1,25 +1,14 @@
 // The redacted record of one gate decision, kept as a custom session entry (never sent to the model).
 
+import type { CallRecord } from "../grants/admit-call.ts";
 import { redact } from "../request/redact.ts";
-import type { ReasonCode, Route } from "../policy/types.ts";
-import type { CallRecord, Outcome } from "../grants/admit-call.ts";
-import type { EffectiveMode } from "../state/effective.ts";
 
 export const DECISION_ENTRY_TYPE = "pi-auto-mode/decision";
 
 export type { Outcome } from "../grants/admit-call.ts";
 
-export interface DecisionRecord {
-  readonly toolCallId: string;
-  readonly parentToolCallId: string | undefined;
-  readonly tool: string;
-  readonly mode: EffectiveMode;
-  readonly route: Route;
-  readonly reason: ReasonCode;
-  readonly outcome: Outcome;
-  readonly hash: string | undefined;
-  /** Redacted (P11). */
-  readonly message: string;
+/** What the gate decided (grants/admit-call.ts CallRecord), its message redacted (P11), and when. */
+export interface DecisionRecord extends CallRecord {
   readonly at: number;
 }
 
