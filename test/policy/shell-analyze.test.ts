@@ -237,6 +237,12 @@ describe("downloads that are then run", () => {
     ["T=build; T=/ | cat; rm -rf $T", "cleanup", "regenerable-cleanup"],
     ["T=build; if test -d x; then T=/; fi; rm -rf $T", "review", "destructive"],
     ["if test -d x; then T=build; else T=src; fi; rm -rf $T", "review", "destructive"],
+    // A loop body runs again after its own assignments, a function body whenever it is called:
+    // inside them no variable is taken as known (these were allowed as rm of build).
+    ["T=build; for i in 1 2; do rm -rf $T; T=~; done", "review", "destructive"],
+    ["T=build; while true; do rm -rf $T; T=~; done", "review", "destructive"],
+    ["T=build; f() { rm -rf $T; }; T=~; f", "review", "destructive"],
+    ["T=build; for i in 1; do echo $i; done; rm -rf $T", "cleanup", "regenerable-cleanup"],
   ]);
 
   table([

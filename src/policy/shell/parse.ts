@@ -409,6 +409,11 @@ const FIRST = (i: number) => i === 0;
 const SCOPE_ENTER = { type: "ScopeEnter" } as unknown as SyntaxNode;
 const SCOPE_RESTORE = { type: "ScopeRestore" } as unknown as SyntaxNode;
 const SCOPE_FORGET = { type: "ScopeForget" } as unknown as SyntaxNode;
+// A loop body runs again after its own assignments, and a function body whenever it is called,
+// after any later assignment: read in order, a variable could seem to hold a value it will not
+// (T=build; for i in 1 2; do rm -rf $T; T=~; done). Inside them every variable is unknown.
+const SCOPE_OPAQUE = { type: "ScopeOpaque" } as unknown as SyntaxNode;
+const SCOPE_LEAVE_OPAQUE = { type: "ScopeLeaveOpaque" } as unknown as SyntaxNode;
 
 /**
  * For a certain subshell, pipeline or if: its children of that kind are walked as certain between
@@ -432,9 +437,27 @@ function scopeChildren(n: SyntaxNode, nodes: SyntaxNode[], frames: Frame[], star
     for (let i = start; i < start + count; i++) if (nodes[i] === clause) frames[i] = { ...frames[i]!, certain: true };
     scoped = (c) => branches.has(c);
   } else return;
+  wrapChildren(nodes, frames, start, count, new Set(kidsOf(nodes, start, count).filter(scoped)), SCOPE_ENTER, exit, true);
+}
+
+function kidsOf(nodes: readonly SyntaxNode[], start: number, count: number): SyntaxNode[] {
+  return nodes.slice(start, start + count);
+}
+
+/** Put `enter` before and `exit` after each child in `wrapped` (as walked); `certain` makes those children certain. */
+function wrapChildren(
+  nodes: SyntaxNode[],
+  frames: Frame[],
+  start: number,
+  count: number,
+  wrapped: ReadonlySet<SyntaxNode>,
+  enter: SyntaxNode,
+  exit: SyntaxNode,
+  certain = false,
+): void {
   const kids = nodes.splice(start, count);
   const kidFrames = frames.splice(start, count);
-  // Back to walk order (child 0 first), markers around each scoped child, then reversed again.
+  // Back to walk order (child 0 first), markers around each wrapped child, then reversed again.
   kids.reverse();
   kidFrames.reverse();
   const outNodes: SyntaxNode[] = [];
@@ -442,13 +465,13 @@ function scopeChildren(n: SyntaxNode, nodes: SyntaxNode[], frames: Frame[], star
   for (let i = 0; i < kids.length; i++) {
     const c = kids[i]!;
     const f = kidFrames[i]!;
-    if (!scoped(c)) {
+    if (!wrapped.has(c)) {
       outNodes.push(c);
       outFrames.push(f);
       continue;
     }
-    outNodes.push(SCOPE_ENTER, c, exit);
-    outFrames.push(f, { ...f, certain: true }, f);
+    outNodes.push(enter, c, exit);
+    outFrames.push(f, certain ? { ...f, certain: true } : f, f);
   }
   outNodes.reverse();
   outFrames.reverse();
@@ -671,10 +694,16 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
         marks.push(scope.snapshot());
         continue;
       }
-      if (n === SCOPE_RESTORE || n === SCOPE_FORGET) {
+      if (n === SCOPE_OPAQUE) {
+        marks.push(scope.snapshot());
+        scope.forgetAll();
+        continue;
+      }
+      if (n === SCOPE_RESTORE || n === SCOPE_FORGET || n === SCOPE_LEAVE_OPAQUE) {
         const mark = marks.pop()!;
         if (n === SCOPE_RESTORE) scope.restore(mark);
-        else scope.forgetChangedSince(mark);
+        else if (n === SCOPE_FORGET) scope.forgetChangedSince(mark);
+        else scope.leaveOpaque(mark);
         continue;
       }
       // Inside a function body $1 is the function's own argument.
@@ -861,7 +890,12 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
         for (let i = count - 1; i >= 0; i--)
           frames.push(certain(i) === child.certain ? child : child.certain ? (uncertain ??= { ...child, certain: false }) : { ...child, certain: true });
       }
-      if (child.certain && count > 0) scopeChildren(n, nodes, frames, start, count);
+      if (count > 0) {
+        if (n.type === "For" || n.type === "Select" || n.type === "ArithmeticFor" || n.type === "Function")
+          wrapChildren(nodes, frames, start, count, new Set<SyntaxNode>([n.body]), SCOPE_OPAQUE, SCOPE_LEAVE_OPAQUE);
+        else if (n.type === "While") wrapChildren(nodes, frames, start, count, new Set<SyntaxNode>([n.clause, n.body]), SCOPE_OPAQUE, SCOPE_LEAVE_OPAQUE);
+        else if (child.certain) scopeChildren(n, nodes, frames, start, count);
+      }
     }
   } catch (e) {
     return fail(`parser failed: ${e instanceof Error ? e.message : String(e)}`);

@@ -105,6 +105,15 @@ export class Scope {
     for (const [k, v] of this.vars) if (!s.vars.has(k) || s.vars.get(k) !== v) this.vars.set(k, null);
     this.version++;
   }
+
+  /**
+   * Leaving a loop body or a function body, read with every variable unknown: what it assigned is
+   * unknown after it, and the rest is as before.
+   */
+  leaveOpaque(s: ScopeSnapshot): void {
+    this.forgetChangedSince(s);
+    this.opaque = s.opaque;
+  }
 }
 
 export interface ScopeSnapshot {
