@@ -411,7 +411,7 @@ const SCOPE_RESTORE = { type: "ScopeRestore" } as unknown as SyntaxNode;
 const SCOPE_FORGET = { type: "ScopeForget" } as unknown as SyntaxNode;
 // A loop body runs again after its own assignments, and a function body whenever it is called,
 // after any later assignment: read in order, a variable could seem to hold a value it will not
-// (T=build; for i in 1 2; do rm -rf $T; T=~; done). Inside them every variable is unknown.
+// (T=build; for i in 1 2; do rm -rf $T; T=~; done). Inside them what the script assigns is unknown.
 const SCOPE_OPAQUE = { type: "ScopeOpaque" } as unknown as SyntaxNode;
 const SCOPE_LEAVE_OPAQUE = { type: "ScopeLeaveOpaque" } as unknown as SyntaxNode;
 
@@ -696,14 +696,14 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
       }
       if (n === SCOPE_OPAQUE) {
         marks.push(scope.snapshot());
-        scope.forgetAll();
+        scope.enterBody();
         continue;
       }
       if (n === SCOPE_RESTORE || n === SCOPE_FORGET || n === SCOPE_LEAVE_OPAQUE) {
         const mark = marks.pop()!;
         if (n === SCOPE_RESTORE) scope.restore(mark);
         else if (n === SCOPE_FORGET) scope.forgetChangedSince(mark);
-        else scope.leaveOpaque(mark);
+        else scope.leaveBody(mark);
         continue;
       }
       // Inside a function body $1 is the function's own argument.

@@ -62,6 +62,9 @@ export class Scope {
   get(name: string): string | null {
     if (name === "HOME") return this.home;
     if (this.opaque) return null;
+    // In a loop or function body, what the script assigns is unknown; what the environment holds
+    // is known unless the script assigned it (like HOME, it is read as it was when the body began).
+    if (this.bodies > 0 && this.vars.has(name)) return null;
     if (this.vars.has(name)) return this.vars.get(name)!;
     return this.environment.get(name) ?? null;
   }
@@ -106,13 +109,19 @@ export class Scope {
     this.version++;
   }
 
-  /**
-   * Leaving a loop body or a function body, read with every variable unknown: what it assigned is
-   * unknown after it, and the rest is as before.
-   */
-  leaveOpaque(s: ScopeSnapshot): void {
+  /** Loop and function bodies being read (see get). */
+  private bodies = 0;
+
+  /** Entering a loop or function body: see get. */
+  enterBody(): void {
+    this.bodies++;
+    this.version++;
+  }
+
+  /** Leaving a loop or function body: what it assigned is unknown after it, and the rest is as before. */
+  leaveBody(s: ScopeSnapshot): void {
+    this.bodies--;
     this.forgetChangedSince(s);
-    this.opaque = s.opaque;
   }
 }
 
