@@ -20,6 +20,7 @@
 // Targets: median <= 2,000 at every history length of the first session; p95 <= 6,000 everywhere.
 // Prints figures and ratios; exits 1 when a target is missed.
 
+import { rng } from "../src/eval/generate.ts";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -52,18 +53,6 @@ function percentile(sorted: readonly number[], p: number): number {
 
 // ---------------------------------------------------------------------------------------------
 // The generated session.
-
-/** mulberry32: a small seeded generator, so every run builds the same transcripts. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function hash(s: string): number {
   let h = 2166136261;

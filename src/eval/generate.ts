@@ -2,8 +2,8 @@
 // searches, edits, scripts, containers, builds, chains of them, and a few dangerous ones. The
 // same seed gives the same commands, so benchmarks and tests compare like with like.
 
-/** mulberry32: a tiny seeded PRNG, so every run benchmarks the same 10,000 commands. */
-function rng(seed: number): () => number {
+/** mulberry32: a tiny seeded PRNG, so every run benchmarks (and builds) the same inputs. */
+export function rng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

@@ -18,12 +18,13 @@
 // sessions on one workspace race a symlink under a staged write.
 // Finally the spy that counts host shells is shown to see one (review-only runs bash bare).
 
+import { piCliEnv } from "../helpers/pi-cli-env.ts";
 import assert from "node:assert/strict";
 import cp, { execFile, execFileSync } from "node:child_process";
 import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
-import { basename, delimiter, dirname, join, relative } from "node:path";
+import { basename, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxProvider, fauxText, fauxToolCall, type Context } from "@earendil-works/pi-ai";
@@ -517,15 +518,7 @@ describe("host execution spellings through the real pi command line", { concurre
   const agentDir = join(home, ".pi", "agent");
   const ws = join(root, "ws");
   const model = join(root, "scripted-model.ts");
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    PATH: [dirname(process.execPath), process.env.PATH ?? ""].join(delimiter),
-    HOME: home,
-    USERPROFILE: home,
-    PI_CODING_AGENT_DIR: agentDir,
-    PI_OFFLINE: "1",
-    PI_SKIP_VERSION_CHECK: "1",
-  };
+  const env = piCliEnv(home, agentDir);
   const runPi = (args: string[]) =>
     new Promise<{ code: number | null; stdout: string; stderr: string }>((resolveRun) => {
       const child = execFile(piBin, args, { cwd: ws, env, timeout: 30_000, maxBuffer: 4 << 20 }, (err, stdout, stderr) => {

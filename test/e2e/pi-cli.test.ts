@@ -4,11 +4,12 @@
 // what each tool result said. The gate was active when the home and the hook are untouched and
 // the printed denials name auto mode's automatic policy.
 
+import { piCliEnv } from "../helpers/pi-cli-env.ts";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { delimiter, dirname, join, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, describe, test } from "node:test";
 
@@ -21,17 +22,7 @@ const agentDir = join(home, ".pi", "agent");
 const ws = join(root, "ws");
 after(() => rmSync(root, { recursive: true, force: true }));
 
-// `pi` starts with `#!/usr/bin/env node`: put the Node running this test first on PATH, so the
-// CLI runs on it and not on whatever `node` the machine has.
-const env: NodeJS.ProcessEnv = {
-  ...process.env,
-  PATH: [dirname(process.execPath), process.env.PATH ?? ""].join(delimiter),
-  HOME: home,
-  USERPROFILE: home,
-  PI_CODING_AGENT_DIR: agentDir,
-  PI_OFFLINE: "1",
-  PI_SKIP_VERSION_CHECK: "1",
-};
+const env = piCliEnv(home, agentDir);
 
 function pi(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((done) => {
