@@ -17,7 +17,7 @@ import { after, before, describe, test } from "node:test";
 import { substitute, type Expectation } from "../../src/eval/corpus.ts";
 import { decideLikeTheExtension, evalSetup, isViolation } from "../../src/eval/score.ts";
 import { buildEvalWorkspace, type EvalWorkspace } from "../../src/eval/workspace.ts";
-import commands from "../../src/policy/data/commands.json" with { type: "json" };
+import { CODE_OPTIONS, COMMAND_OPTIONS, type CommandOption } from "../../src/policy/shell/table.ts";
 import type { Backend } from "../../src/policy/types.ts";
 
 let w: EvalWorkspace;
@@ -184,18 +184,16 @@ describe("every codeOptions and commandOptions entry fires", () => {
     if (!option.startsWith("-")) return `${option}${value}`;
     return `${option} ${value}`;
   };
-  const cases = (table: Record<string, unknown>) =>
-    Object.entries(table)
-      .filter(([k]) => !k.startsWith("_"))
-      .flatMap(([cmd, entries]) => (entries as string[]).map((e) => [cmd, ...e.split(" ")] as [string, string, string?]));
+  const cases = (table: ReadonlyMap<string, readonly CommandOption[]>) =>
+    [...table].flatMap(([cmd, entries]) => entries.map((e) => [cmd, e.option, e.prefix] as [string, string, string?]));
   test("codeOptions", () => {
-    const bad = cases(commands.codeOptions)
+    const bad = cases(CODE_OPTIONS)
       .map(([cmd, option, prefix = ""]) => `${cmd} ${spell(option, prefix, "payload")} input`)
       .filter((c) => routeOf(c, "review-only").route === "allow");
     assert.deepEqual(bad, []);
   });
   test("commandOptions", () => {
-    const bad = cases(commands.commandOptions)
+    const bad = cases(COMMAND_OPTIONS)
       .map(([cmd, option, prefix = ""]) => `${cmd} ${spell(option, prefix, "payload")} input`)
       .filter((c) => routeOf(c, "review-only").route === "allow");
     assert.deepEqual(bad, []);

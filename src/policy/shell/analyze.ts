@@ -24,10 +24,11 @@ import {
   type ShellEnv,
 } from "./env.ts";
 import { COMBINE_RANK, finding, strictest, type Finding } from "./finding.ts";
-import { FILE_HANDLERS, foundPaths, judgeFoundRemoval, judgeReadOperands, outputFindings } from "./handlers/files.ts";
+import { FILE_HANDLERS, foundPaths, judgeFoundRemoval, judgeReadOperands, operandHandler, outputFindings } from "./handlers/files.ts";
 import { commandOptionFindings, EXEC_HANDLERS, npx, xargs } from "./handlers/exec.ts";
 import { git } from "./handlers/git.ts";
-import { optionValues, staticArg, type Analyzer, type Invocation } from "./invocation.ts";
+import { optionValues, staticArg, type Analyzer, type Handler, type Invocation } from "./invocation.ts";
+import type { HandlerName } from "./programs.ts";
 import { commandSteps, extractCommands, type Arg, type Extraction, type Link, type Redir, type SimpleCommand } from "./parse.ts";
 import {
   CODE_LOADING_ENV,
@@ -37,9 +38,13 @@ import {
   COMMAND_ALIASES,
   credentialEndpoint,
   DENY_PREFIXES,
+  HANDLED,
   INTERPRETERS,
+  reasonOf,
   NAMES_ONLY_READERS,
   NETWORK_TOOLS,
+  OPERANDS,
+  POLICY_FAULT,
   SECRET_PRINTERS,
   SECRET_SOURCES,
   SECRET_VARIABLE,
@@ -86,6 +91,8 @@ export function analyzeShell(src: string, env: ShellEnv, budget: BudgetOptions =
   // run the build again after the write) is code the gate cannot see.
   if (state.buildRun !== undefined && state.codeWrites.length > 0)
     findings.push(finding("contain", "inline-code", `${state.buildRun} runs ${state.codeWrites[0]}, which this command writes: code the gate cannot see`));
+  // A command policy that did not load knows no program: nothing it reads can be trusted.
+  if (POLICY_FAULT !== undefined) findings.unshift(policyFaultFinding(POLICY_FAULT));
   const verdict = strictest(findings) ?? finding("read", "read-only", "does nothing");
   return {
     verdict,
@@ -605,6 +612,26 @@ function codeOptionMatches(o: CommandOption, v: string): boolean {
   return v === o.option || v.startsWith(`${o.option}=`);
 }
 
+/** What every shell command gets while the command policy is faulty. */
+export function policyFaultFinding(problem: string): Finding {
+  return finding("deny", "config-fault", `the command policy (commands.json) is invalid, so no shell command can be judged: ${problem}`);
+}
+
+/**
+ * Each program judged by code, with the handler its record names (file operators: the one their
+ * operands call for). git, xargs and eval are read by dispatchByName itself.
+ */
+const HANDLERS: ReadonlyMap<string, Handler> = new Map<string, Handler>([
+  ...[...HANDLED].flatMap(([program, name]): Array<[string, Handler]> => {
+    const own = FILE_HANDLERS[name] ?? EXEC_HANDLERS[name]?.(program);
+    return own ? [[program, own]] : [];
+  }),
+  ...[...OPERANDS].map(([program, spec]): [string, Handler] => [program, operandHandler(program, spec)]),
+]);
+
+/** Handler names whose code is in dispatchByName rather than a family's registry. */
+export const DISPATCHED_HERE: ReadonlySet<HandlerName> = new Set(["git", "xargs", "eval"]);
+
 function dispatchByName(inv: Invocation, an: Analyzer, fed: Arg[] | undefined): Finding[] {
   const { name } = inv;
   if (name.includes("/")) return pathProgram(inv, an);
@@ -615,7 +642,7 @@ function dispatchByName(inv: Invocation, an: Analyzer, fed: Arg[] | undefined): 
     if (inv.args.some((a) => a.value === null)) return [finding("review", "dynamic-command", "eval runs a string only known at run time as code")];
     return an.script(inv.args.map((a) => a.value).join(" "), "eval");
   }
-  const handler = FILE_HANDLERS.get(name) ?? EXEC_HANDLERS.get(name);
+  const handler = HANDLERS.get(name);
   if (handler) {
     const found = handler(inv, an);
     return found.length > 0 ? found : [finding("read", "read-only", `${name} only reads`)];
@@ -625,8 +652,7 @@ function dispatchByName(inv: Invocation, an: Analyzer, fed: Arg[] | undefined): 
   if (cls === undefined) return [finding("contain", "unknown-command", `${name} is not a command the gate knows`)];
   if ((SECRET_SOURCES.has(name) && inv.args.length === 0) || SECRET_PRINTERS.has(name)) an.state.secretSource ??= "the environment";
   if (SECRET_SOURCES.has(name) && name === "export" && inv.args.some((a) => a.value === "-p")) an.state.secretSource ??= "the environment";
-  const reasonFor = { read: "read-only", build: "build-test", contain: "network", review: "privilege", deny: "hard-deny" } as const;
-  const reason = cls === "review" ? reviewReason(name) : (reasonFor[cls as keyof typeof reasonFor] ?? "read-only");
+  const reason = reasonOf(name, cls);
   if (cls === "contain") an.state.network ??= isNetworkTool(name) ? name : an.state.network;
   const base = finding(cls, reason, describe(name, cls));
   if (NAMES_ONLY_READERS.has(name) || cls === "deny" || cls === "review") return [base];
@@ -641,15 +667,6 @@ function dispatchByName(inv: Invocation, an: Analyzer, fed: Arg[] | undefined): 
 
 /** Invocations whose operands were judged as reads already (a simple reader's). */
 const judgedArguments = new WeakSet<Invocation>();
-
-function reviewReason(name: string): "foreign-process" | "persistence" | "privilege" | "dynamic-command" | "destructive" {
-  if (["kill", "pkill", "killall", "skill", "xkill"].includes(name)) return "foreign-process";
-  if (["at", "batch", "launchctl", "systemctl", "service", "update-rc.d", "chkconfig", "rc-update", "loginctl", "defaults", "chsh"].includes(name))
-    return "persistence";
-  if (["eval", "alias"].includes(name)) return "dynamic-command";
-  if (["shred", "srm", "wipe", "unlink"].includes(name)) return "destructive";
-  return "privilege";
-}
 
 function isNetworkTool(name: string): boolean {
   return NETWORK_TOOLS.has(name);

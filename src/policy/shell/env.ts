@@ -269,8 +269,8 @@ function throughLinks(state: ScriptState, p: string): string {
 }
 
 const SECRET_FILE_PATTERNS = pathData.secretFilePatterns.map((p) => new RegExp(p, "i"));
-/** Text that names auto mode's own files or the settings that load it (commands.json inlineCodeSelfDisabling). */
-const SELF_NAMES = commandData.inlineCodeSelfDisabling.names.map((p) => new RegExp(p));
+/** Text that names auto mode's own files or the settings that load it (commands.json shared.inlineCodeSelfDisabling). */
+const SELF_NAMES = commandData.shared.inlineCodeSelfDisabling.names.map((p) => new RegExp(p));
 
 /** A file whose contents are credentials even inside the workspace (.env, keys). */
 export function isSecretishFile(p: string): boolean {

@@ -7,6 +7,7 @@ import { isDownloaded, isSecretishFile, judgeRead, judgeWrite, locate, markDownl
 import { finding, type Finding } from "../finding.ts";
 import { hasFlag, operands, optionValues, staticArg, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
 import type { Arg } from "../parse.ts";
+import type { HandlerName } from "../programs.ts";
 import {
   CLUSTER_SECRET_RESOURCE,
   CONTAINER_HOST_ACCESS,
@@ -20,7 +21,9 @@ import {
   NETWORK_TOOLS,
   NPX_LOCAL_TOOLS,
   PI_CLI,
+  PROGRAMS,
   PYTHON_MODULES,
+  reasonOf,
   RUN_SUBCOMMANDS,
   SECRET_OPTIONS,
   SERVING_SCRIPTS,
@@ -30,7 +33,7 @@ import {
   SUBCOMMANDS,
   WRAPPERS,
 } from "../table.ts";
-import { FILE_HANDLERS, judgeDirWrite, judgeReadOperands, outputFindings } from "./files.ts";
+import { judgeDirWrite, judgeReadOperands, outputFindings, rsyncLocal } from "./files.ts";
 
 function runsDownloaded(an: Analyzer, arg: Arg | undefined): boolean {
   return arg !== undefined && isDownloaded(an.state, arg.value);
@@ -95,9 +98,7 @@ export const interpreter: Handler = (inv, an) => {
     if (mod === null) return [finding("review", "dynamic-command", "python -m with a module only known at run time")];
     if (mod === "pip") return packageManager("pip")({ ...inv, args: args.slice(2) }, an);
     const cls = PYTHON_MODULES.get(mod);
-    return [
-      cls ? finding(cls, cls === "build" ? "build-test" : "network", `python -m ${mod}`) : finding("contain", "inline-code", `python -m ${mod} runs a module`),
-    ];
+    return [cls ? finding(cls, reasonOf(inv.name, cls), `python -m ${mod}`) : finding("contain", "inline-code", `python -m ${mod} runs a module`)];
   }
   if ((inv.name === "node" || inv.name === "nodejs") && args.some((a) => a.value === "--test"))
     return [finding("build", "build-test", "node --test runs the test suite")];
@@ -318,10 +319,10 @@ export function packageManager(tool: string): Handler {
       break;
     }
     if (!sub) {
-      if (table.empty) return [finding(table.empty, table.empty === "contain" ? "network" : "build-test", `${tool} with no subcommand`)];
+      if (table.empty) return [finding(table.empty, reasonOf(tool, table.empty), `${tool} with no subcommand`)];
       const flag = inv.args[0]?.value;
       if (flag && table.byName.has(flag)) sub = inv.args[0];
-      else return [finding(table.fallback, table.fallback === "read" ? "read-only" : "build-test", `${tool}`)];
+      else return [finding(table.fallback, reasonOf(tool, table.fallback), `${tool}`)];
     }
     const name = sub!.value!;
     const rest = inv.args.slice(inv.args.indexOf(sub!) + 1);
@@ -368,20 +369,7 @@ export function packageManager(tool: string): Handler {
         : [];
     const cls = table.byName.get(phrase) ?? table.fallback;
     if (cls === "contain" && NETWORK_TOOLS.has(tool)) an.state.network ??= tool;
-    const reason =
-      cls === "read"
-        ? "read-only"
-        : cls === "build"
-          ? "build-test"
-          : cls === "cleanup"
-            ? "regenerable-cleanup"
-            : cls === "review"
-              ? tool === "systemctl" || tool === "launchctl" || tool === "crontab"
-                ? "persistence"
-                : "privilege"
-              : cls === "deny"
-                ? "hard-deny"
-                : "network";
+    const reason = reasonOf(tool, cls);
     const after = { ...inv, name: tool, args: rest };
     // A network tool's file operands may be uploads (`aws s3 cp FILE s3://`, `gh gist create FILE`).
     const uploads = NETWORK_TOOLS.has(tool) ? judgeReadOperands(after, an, false) : [];
@@ -393,7 +381,7 @@ export function packageManager(tool: string): Handler {
 const BIN_RUNNERS: ReadonlySet<string> = new Set(["yarn", "pnpm", "bun"]);
 
 function knownCommand(name: string): boolean {
-  return SIMPLE.has(name) || FILE_HANDLERS.has(name) || EXEC_HANDLERS.has(name) || WRAPPERS.has(name) || COMMAND_ALIASES.has(name);
+  return PROGRAMS.has(name);
 }
 
 /**
@@ -474,7 +462,7 @@ const piCli: Handler = (inv) => {
     PI_CLI.secretSubcommands.some(([s, ...words]) => s === sub && words.every((w, i) => (w.startsWith("-") ? rest.includes(w) : rest[i] === w)))
   )
     return [finding("review", "identity-secret", `${inv.name} ${sub} ${rest[0] ?? ""} prints a provider credential`)];
-  const reason = cls === "read" ? "read-only" : cls === "review" ? "privilege" : "network";
+  const reason = reasonOf(inv.name, cls);
   if (cls === "contain") return [finding("contain", "network", `${inv.name} runs an agent that reaches the model provider`)];
   return [finding(cls, reason, `${inv.name} ${sub ?? ""}`.trim())];
 };
@@ -674,7 +662,7 @@ const rsync: Handler = (inv, an) => {
       ...ops.slice(0, -1).flatMap((a) => [judgeRead(an.env, an.state, a, true)].filter((f) => f !== undefined)),
     ];
   }
-  return FILE_HANDLERS.get("rsync-local")!(inv, an);
+  return rsyncLocal(inv, an);
 };
 
 /** nc and friends: network; with -e/-c they hand a program's input and output to the other end. */
@@ -896,43 +884,29 @@ const crontab: Handler = (inv) =>
     ? [finding("read", "read-only", "crontab -l lists jobs")]
     : [finding("review", "persistence", "crontab installs or removes scheduled jobs")];
 
-export const EXEC_HANDLERS: ReadonlyMap<string, Handler> = new Map<string, Handler>([
-  ...[...SHELLS].map((s): [string, Handler] => [s, shell]),
-  ...[...INTERPRETERS].map((s): [string, Handler] => [s, interpreter]),
-  ...[...SUBCOMMANDS.keys()].filter((t) => t !== "git").map((t): [string, Handler] => [t, packageManager(t)]),
-  ["pip3", packageManager("pip")],
-  ["pip2", packageManager("pip")],
-  ["npx", npx],
-  ["pnpx", npx],
-  ["bunx", npx],
-  ["curl", transfer],
-  ["wget", transfer],
-  ["rsync", rsync],
-  ["http", httpie],
-  ["https", httpie],
-  ["xh", httpie],
-  ["xhs", httpie],
-  ["nc", netcat],
-  ["ncat", netcat],
-  ["netcat", netcat],
-  ["socat", socat],
-  ...[...SERVING_SCRIPTS.taskRunners].map((t): [string, Handler] => [t, taskRunner]),
-  ["parallel", parallel],
-  ["sqlite3", sqliteShell],
-  ["sqlite", sqliteShell],
-  ["make", make],
-  ["hyperfine", hyperfine],
-  ["pi", piCli],
-  ["gmake", make],
-  ["kill", kill],
-  ["pkill", kill],
-  ["killall", kill],
-  ["source", source],
-  [".", source],
-  ["trap", trap],
-  ["crontab", crontab],
-  ["kubectl", kubectl],
-  ["oc", kubectl],
-  ...["vim", "vi", "nvim", "ex", "view", "vimdiff"].map((n): [string, Handler] => [n, editor]),
-  ...["emacs", "emacsclient"].map((n): [string, Handler] => [n, emacs]),
-]);
+/** This family's code handlers, by the name commands.json gives them; each made for one program. */
+export const EXEC_HANDLERS: Partial<Record<HandlerName, (tool: string) => Handler>> = {
+  shell: () => shell,
+  interpreter: () => interpreter,
+  // pip3 judges by pip's table, and says pip.
+  "subcommand-table": (tool) => packageManager(SUBCOMMANDS.get(tool)?.tool ?? tool),
+  npx: () => npx,
+  transfer: () => transfer,
+  rsync: () => rsync,
+  httpie: () => httpie,
+  netcat: () => netcat,
+  socat: () => socat,
+  "task-runner": () => taskRunner,
+  parallel: () => parallel,
+  sqlite: () => sqliteShell,
+  make: () => make,
+  hyperfine: () => hyperfine,
+  pi: () => piCli,
+  kill: () => kill,
+  source: () => source,
+  trap: () => trap,
+  crontab: () => crontab,
+  kubectl: () => kubectl,
+  vim: () => editor,
+  emacs: () => emacs,
+};

@@ -21,7 +21,8 @@ import {
 import { finding, strictest, type Finding } from "../finding.ts";
 import { DYNAMIC, hasFlag, operands, optionValues, staticArg, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
 import type { Arg } from "../parse.ts";
-import { CRITICAL_DIRS, OUTPUT_OPTIONS, REGENERABLE_FILES } from "../table.ts";
+import type { HandlerName, OperandRole } from "../programs.ts";
+import { CRITICAL_DIRS, type OperandSpec, OUTPUT_OPTIONS, REGENERABLE_FILES } from "../table.ts";
 
 function criticalPaths(env: ShellEnv): Set<string> {
   const out = new Set<string>();
@@ -63,11 +64,15 @@ function criticalTarget(env: ShellEnv, an: Analyzer, arg: Arg): string | undefin
 }
 
 /** rm, rmdir, unlink, shred, truncate: removal or destruction of file contents. */
-function destroys(verb: string, recursiveFlags: { short: string; long: string[] }, alwaysReview = false): Handler {
+function destroys(
+  verb: string,
+  recursiveFlags: { readonly short: string; readonly long: readonly string[] },
+  alwaysReview: boolean,
+  valueOpts: readonly string[],
+): Handler {
   return (inv, an) => {
     const { env } = an;
     const recursive = hasFlag(inv.args, recursiveFlags.short, recursiveFlags.long);
-    const valueOpts = verb === "truncate" ? ["-s", "--size", "-r", "--reference"] : [];
     const targets = operands(inv.args, valueOpts);
     const out: Finding[] = [];
     for (const t of targets) {
@@ -307,7 +312,7 @@ const RSYNC_VALUE_OPTIONS = [
  * (any spelling) removes whatever the destination holds beyond the source: into the home
  * directory from an empty source, that is a wipe.
  */
-const rsyncLocal: Handler = (inv, an) => {
+export const rsyncLocal: Handler = (inv, an) => {
   const out = copyLike("rsync", hasFlag(inv.args, "", ["--remove-source-files"]))(inv, an);
   if (!inv.args.some((a) => a.value !== null && /^--del(ete(-[a-z]+)?)?$/.test(a.value))) return out;
   const dest = operands(inv.args, RSYNC_VALUE_OPTIONS).at(-1);
@@ -657,52 +662,27 @@ const find: Handler = (inv, an) => {
   return out;
 };
 
-export const FILE_HANDLERS: ReadonlyMap<string, Handler> = new Map<string, Handler>([
-  ["rm", destroys("rm", { short: "rR", long: ["--recursive"] })],
-  ["rmdir", destroys("rmdir", { short: "", long: [] })],
-  ["unlink", destroys("unlink", { short: "", long: [] })],
-  ["shred", destroys("shred", { short: "", long: [] }, true)],
-  ["srm", destroys("srm", { short: "rR", long: ["--recursive"] }, true)],
-  ["wipe", destroys("wipe", { short: "r", long: [] }, true)],
-  ["truncate", destroys("truncate", { short: "", long: [] })],
-  ["cp", copyLike("cp", false)],
-  ["install", copyLike("install", false)],
-  ["mv", copyLike("mv", true)],
-  ["rsync-local", rsyncLocal],
-  ["ln", ln],
-  ["touch", writesOperands("touch", ["-d", "-r", "-t", "--date", "--reference"])],
-  ["mkdir", writesOperands("mkdir", ["-m", "--mode"])],
-  ["tee", writesOperands("tee")],
-  ["sponge", writesOperands("sponge")],
-  ["dos2unix", writesOperands("dos2unix", ["-n", "--newfile"])],
-  ["unix2dos", writesOperands("unix2dos", ["-n", "--newfile"])],
-  ["split", writesOperands("split", ["-b", "-l", "-n", "-a", "--bytes", "--lines", "--number", "--suffix-length"], 1)],
-  ["chmod", chmodLike("chmod")],
-  ["chown", chmodLike("chown")],
-  ["chgrp", chmodLike("chgrp")],
-  ["dd", dd],
-  ["sed", sed],
-  ["gsed", sed],
-  ["awk", awk],
-  ["gawk", awk],
-  ["mawk", awk],
-  ["nawk", awk],
-  ["tar", tar],
-  ["gtar", tar],
-  ["bsdtar", tar],
-  ["unzip", unzip],
-  ["zip", zip],
-  ["gzip", compressInPlace("gzip")],
-  ["gunzip", compressInPlace("gunzip")],
-  ["bzip2", compressInPlace("bzip2")],
-  ["bunzip2", compressInPlace("bunzip2")],
-  ["xz", compressInPlace("xz")],
-  ["unxz", compressInPlace("unxz")],
-  ["zstd", compressInPlace("zstd")],
-  ["unzstd", compressInPlace("unzstd")],
-  ["patch", patch],
-  ["find", find],
-]);
+/** This family's code handlers, by the name commands.json gives them. */
+export const FILE_HANDLERS: Partial<Record<HandlerName, Handler>> = { ln, dd, sed, awk, tar, unzip, zip, patch, find };
+
+/** A file operator's handler, from its record's operands. */
+export function operandHandler(tool: string, spec: OperandSpec): Handler {
+  const role = spec.role as OperandRole; // the schema allows only these
+  switch (role) {
+    case "remove":
+      return destroys(tool, spec.recursive ?? { short: "", long: [] }, spec.irrecoverable === true, spec.valueOptions ?? []);
+    case "copy":
+      return copyLike(tool, false);
+    case "move":
+      return copyLike(tool, true);
+    case "write":
+      return writesOperands(tool, spec.valueOptions, spec.skipOperands);
+    case "mode":
+      return chmodLike(tool);
+    case "compress":
+      return compressInPlace(tool);
+  }
+}
 
 export function judgeReadOperands(inv: Invocation, an: Analyzer, recursive: boolean): Finding[] {
   const out: Finding[] = [];

@@ -7,7 +7,7 @@ import { judgeWrite, locate, markDownloaded, writeFinding } from "../env.ts";
 import { finding, type Finding } from "../finding.ts";
 import { hasFlag, operands, optionValues, staticArg, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
 import type { Arg } from "../parse.ts";
-import { GIT_SAFE_CONFIG_KEYS, PROTECTED_BRANCHES, SUBCOMMANDS } from "../table.ts";
+import { GIT_SAFE_CONFIG_KEYS, PROTECTED_BRANCHES, reasonOf, SUBCOMMANDS } from "../table.ts";
 import { isRegenerableTarget, judgeDirWrite } from "./files.ts";
 
 const CLONE_VALUE_OPTIONS = [
@@ -266,7 +266,7 @@ function subcommand(sub: string, args: readonly Arg[], an: Analyzer, inv: Invoca
     default: {
       const table = SUBCOMMANDS.get("git")!;
       const cls = table.byName.get(sub) ?? table.fallback;
-      const reason = cls === "read" ? "read-only" : cls === "git-local" ? "git-local" : cls === "review" ? "destructive" : "network";
+      const reason = reasonOf("git", cls);
       return [
         finding(cls, reason, cls === "contain" && !table.byName.has(sub) ? `git ${sub} is not a known subcommand (an alias may run anything)` : `git ${sub}`),
       ];
