@@ -767,8 +767,8 @@ describe("container exec runs in a container outside the OS sandbox", () => {
 
 describe("emacs Lisp and git's platform credential helpers", () => {
   table([
-    ["emacs --batch --eval '(shell-command \"rm -rf src\")'", "review", "inline-code"],
-    ["emacs -batch -l build.el", "review", "inline-code"],
+    ["emacs --batch --eval '(shell-command \"rm -rf src\")'", "review", "dynamic-command"],
+    ["emacs -batch -l build.el", "review", "dynamic-command"],
     ["git credential-osxkeychain get", "review"],
     ["git credential-libsecret get", "review"],
   ]);

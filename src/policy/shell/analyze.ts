@@ -85,15 +85,15 @@ export function analyzeShell(src: string, env: ShellEnv, budget: BudgetOptions =
     if (!(e instanceof TooComplex)) throw e;
     // Whatever was already found to be catastrophic stays denied; the rest is not judged further.
     const worst = state.budget.worst;
-    findings = [worst?.cls === "deny" ? worst : finding("review", "shell-unparseable", `the command is too complex to judge quickly: ${e.message}`)];
+    findings = [worst?.cls === "deny" ? worst : finding("shell-unparseable", `the command is too complex to judge quickly: ${e.message}`)];
   }
   // A build runs whatever its definition says: one this command writes (anywhere in it, a loop may
   // run the build again after the write) is code the gate cannot see.
   if (state.buildRun !== undefined && state.codeWrites.length > 0)
-    findings.push(finding("contain", "inline-code", `${state.buildRun} runs ${state.codeWrites[0]}, which this command writes: code the gate cannot see`));
+    findings.push(finding("inline-code", `${state.buildRun} runs ${state.codeWrites[0]}, which this command writes: code the gate cannot see`));
   // A command policy that did not load knows no program: nothing it reads can be trusted.
   if (POLICY_FAULT !== undefined) findings.unshift(policyFaultFinding(POLICY_FAULT));
-  const verdict = strictest(findings) ?? finding("read", "read-only", "does nothing");
+  const verdict = strictest(findings) ?? finding("read-only", "does nothing");
   return {
     verdict,
     findings,
@@ -115,9 +115,7 @@ const parseSteps = (src: string) => 1 + (src.length >> 3);
 function withHookRunsContained(findings: Finding[]): Finding[] {
   const needsSandbox = findings.some((f) => f.cls === "build" || f.cls === "contain");
   if (!needsSandbox) return findings;
-  return findings.map((f) =>
-    f.reason === "git-hooks" ? finding("contain", "sandboxed", `${f.detail}; with the rest of the command it runs inside the sandbox`) : f,
-  );
+  return findings.map((f) => (f.reason === "git-hooks" ? finding("sandboxed", `${f.detail}; with the rest of the command it runs inside the sandbox`) : f));
 }
 
 function analyzeScript(
@@ -128,7 +126,7 @@ function analyzeScript(
   positional?: readonly Arg[],
   top?: { extraction?: Extraction },
 ): Finding[] {
-  if (depth > MAX_SCRIPT_DEPTH) return [finding("review", "dynamic-command", "nested shell scripts deeper than the gate reads")];
+  if (depth > MAX_SCRIPT_DEPTH) return [finding("dynamic-command", "nested shell scripts deeper than the gate reads")];
   // The top-level script is bounded by the size cap; each nested one is paid for, as it may repeat.
   if (depth > 0) spend(state, parseSteps(src), "reading nested scripts");
   const ex = extractCommands(src, {
@@ -140,7 +138,7 @@ function analyzeScript(
   });
   if (top) top.extraction = ex;
   if (!ex.ok) {
-    const unreadable = finding("review", "shell-unparseable", `the command cannot be read statically: ${ex.reason}`);
+    const unreadable = finding("shell-unparseable", `the command cannot be read statically: ${ex.reason}`);
     // bash has run the complete lines before the one it cannot read: a denial among them stands.
     return ex.ranBefore === undefined ? [unreadable] : [unreadable, ...analyzeScript(ex.ranBefore, env, state, depth, positional)];
   }
@@ -151,7 +149,7 @@ function analyzeScript(
   for (const w of ex.words) {
     const host = w.value === null ? undefined : credentialEndpoint(w.value);
     if (host === undefined) continue;
-    out.push(finding("review", "identity-secret", `names ${host}, the cloud metadata endpoint that hands out this machine's credentials`));
+    out.push(finding("identity-secret", `names ${host}, the cloud metadata endpoint that hands out this machine's credentials`));
     break;
   }
   // A variable named like a credential is a secret, wherever the script expands it.
@@ -162,13 +160,13 @@ function analyzeScript(
   const bombs = new Set<string>();
   for (const c of ex.commands)
     if (c.inFunction !== undefined && c.argv[0]?.value === c.inFunction && (c.background || c.pipeline >= 0)) bombs.add(c.inFunction);
-  for (const fn of ex.functions) if (bombs.has(fn.name)) out.push(finding("deny", "hard-deny", `fork bomb: function ${fn.name} spawns copies of itself`));
+  for (const fn of ex.functions) if (bombs.has(fn.name)) out.push(finding("hard-deny", `fork bomb: function ${fn.name} spawns copies of itself`));
 
   // An endless loop that starts background jobs and never waits for them multiplies without bound too.
   const waited = new Set<number | undefined>();
   for (const w of ex.commands) if (w.argv[0]?.value === "wait") waited.add(w.endlessLoop);
   const spawning = ex.commands.find((c) => c.spawnedInLoop && !waited.has(c.endlessLoop));
-  if (spawning) out.push(finding("deny", "hard-deny", "fork bomb: an endless loop starts background jobs without waiting for them"));
+  if (spawning) out.push(finding("hard-deny", "fork bomb: an endless loop starts background jobs without waiting for them"));
   keepWorst(state, out);
 
   const an: Analyzer = {
@@ -177,7 +175,7 @@ function analyzeScript(
     depth,
     script: (inner, what, positional) => {
       const nested = analyzeScript(inner, env, state, depth + 1, positional);
-      return nested.length > 0 ? nested : [finding("read", "read-only", `${what} does nothing`)];
+      return nested.length > 0 ? nested : [finding("read-only", `${what} does nothing`)];
     },
     argv: (args, source, piped) => argvFindings(args, source, piped, an, undefined),
   };
@@ -218,7 +216,7 @@ function analyzeScript(
   keepWorst(state, out);
 
   if (state.secretSource !== undefined && state.network !== undefined)
-    out.push(finding("review", "secret-egress", `sends data from ${state.secretSource} over the network (${state.network})`));
+    out.push(finding("secret-egress", `sends data from ${state.secretSource} over the network (${state.network})`));
   return out;
 }
 
@@ -237,7 +235,7 @@ function assignmentFindings(cmd: SimpleCommand): Finding[] {
   ];
   return names
     .filter((n) => n === "<dynamic>" || CODE_LOADING_ENV.has(n))
-    .map((n) => finding("contain", "inline-code", `sets ${n}, which changes what code later commands run`));
+    .map((n) => finding("inline-code", `sets ${n}, which changes what code later commands run`));
 }
 
 function redirectFindings(redirs: readonly Redir[], an: Analyzer, cmd: SimpleCommand | undefined): Finding[] {
@@ -269,9 +267,8 @@ function redirectFindings(redirs: readonly Redir[], an: Analyzer, cmd: SimpleCom
 function socketRedirect(target: string, an: Analyzer, cmd: SimpleCommand | undefined): Finding[] {
   an.state.network ??= target;
   const name = commandName(cmd?.argv[0]?.value ?? "");
-  if (SHELLS.has(name) || INTERPRETERS.has(name))
-    return [finding("review", "remote-code", `${name} reads or writes ${target}: a shell driven over the network`)];
-  return [finding("contain", "network", `redirection opens the network connection ${target}`)];
+  if (SHELLS.has(name) || INTERPRETERS.has(name)) return [finding("remote-code", `${name} reads or writes ${target}: a shell driven over the network`)];
+  return [finding("network", `redirection opens the network connection ${target}`)];
 }
 
 /** `echo a b | xargs cmd` feeds known words, `find | xargs cmd` what find selects; other producers unknown ones. */
@@ -416,12 +413,12 @@ function argvFindings(argv: readonly Arg[], source: SimpleCommand, pipedInput: b
   const out: Finding[] = [];
   let args = argv;
   for (let hops = 0; ; hops++) {
-    if (hops > MAX_WRAPPERS) return [...out, finding("review", "dynamic-command", "too many nested command wrappers")];
-    if (args.length === 0) return out.length > 0 ? out : [finding("read", "read-only", "no command")];
+    if (hops > MAX_WRAPPERS) return [...out, finding("dynamic-command", "too many nested command wrappers")];
+    if (args.length === 0) return out.length > 0 ? out : [finding("read-only", "no command")];
     const head = args[0]!;
-    if (head.value === null) return [...out, finding("review", "dynamic-command", `the command name ${head.text} is only known at run time`)];
+    if (head.value === null) return [...out, finding("dynamic-command", `the command name ${head.text} is only known at run time`)];
     const name = commandName(head.value);
-    if (an.state.functions.has(name)) return [...out, finding("read", "read-only", `calls the function ${name} defined in this command`)];
+    if (an.state.functions.has(name)) return [...out, finding("read-only", `calls the function ${name} defined in this command`)];
     if (name === "busybox" && args.length > 1) {
       args = args.slice(1);
       continue;
@@ -433,8 +430,7 @@ function argvFindings(argv: readonly Arg[], source: SimpleCommand, pipedInput: b
     }
     const wrapper = WRAPPERS.get(name);
     if (!wrapper) break;
-    if (wrapper.raise)
-      out.push(finding(wrapper.raise, wrapper.reason === "privilege" ? "privilege" : "dynamic-command", `${name} runs a command with other privileges`));
+    if (wrapper.reason) out.push(finding(wrapper.reason, `${name} runs a command with other privileges`));
     let i = 1;
     let positionals = wrapper.positionals ?? 0;
     for (; i < args.length; i++) {
@@ -444,27 +440,27 @@ function argvFindings(argv: readonly Arg[], source: SimpleCommand, pipedInput: b
         // Harmless unless the variable changes what code runs, or passes a variable on unchanged.
         const assign = wrapper.assignments ? /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/s.exec(args[i]!.text) : null;
         if (assign && (!CODE_LOADING_ENV.has(assign[1]!) || new RegExp(`^"?\\$\\{?${assign[1]}\\}?"?$`).test(assign[2]!))) continue;
-        return [...out, finding("review", "dynamic-command", `${name} with an argument only known at run time`)];
+        return [...out, finding("dynamic-command", `${name} with an argument only known at run time`)];
       }
       if (v === "--") {
         i++;
         break;
       }
-      if (wrapper.lookupOptions?.includes(v)) return [...out, finding("read", "read-only", `${name} ${v} looks a command up`)];
+      if (wrapper.lookupOptions?.includes(v)) return [...out, finding("read-only", `${name} ${v} looks a command up`)];
       const split = splitScript(wrapper.scriptOptions, args, i);
       if (split !== undefined) {
-        if (split === null) return [...out, finding("review", "dynamic-command", `${name} ${v} runs a command line only known at run time`)];
+        if (split === null) return [...out, finding("dynamic-command", `${name} ${v} runs a command line only known at run time`)];
         return [...out, ...an.script(split, `${name} ${v}`)];
       }
       if (v.startsWith("-") && v !== "-") {
         if (wrapper.valueOptions.includes(v)) i++;
         if (name === "sudo" && (v === "-s" || v === "-i" || v === "--shell" || v === "--login"))
-          return [...out, finding("review", "privilege", "sudo opens a root shell")];
+          return [...out, finding("privilege", "sudo opens a root shell")];
         continue;
       }
       if (wrapper.assignments && /^[A-Za-z_][A-Za-z0-9_]*=/.test(v)) {
         const varName = v.slice(0, v.indexOf("="));
-        if (CODE_LOADING_ENV.has(varName)) out.push(finding("contain", "inline-code", `${name} sets ${varName}, which changes what code runs`));
+        if (CODE_LOADING_ENV.has(varName)) out.push(finding("inline-code", `${name} sets ${varName}, which changes what code runs`));
         continue;
       }
       if (positionals > 0) {
@@ -478,10 +474,10 @@ function argvFindings(argv: readonly Arg[], source: SimpleCommand, pipedInput: b
     const rest = args.slice(i);
     if (rest.length === 0) {
       if (name === "env" || name === "printenv") an.state.secretSource ??= "the environment";
-      return [...out, finding(name === "sudo" || name === "doas" ? "review" : "read", name === "sudo" ? "privilege" : "read-only", `${name} with no command`)];
+      return [...out, finding(wrapper.reason ?? "read-only", `${name} with no command`)];
     }
     if (wrapper.scriptArgs) {
-      if (rest.some((a) => a.value === null)) return [...out, finding("review", "dynamic-command", `${name} runs a command only known at run time`)];
+      if (rest.some((a) => a.value === null)) return [...out, finding("dynamic-command", `${name} runs a command only known at run time`)];
       return [...out, ...an.script(rest.map((a) => a.value).join(" "), name)];
     }
     args = rest;
@@ -501,7 +497,7 @@ function dispatch(inv: Invocation, an: Analyzer, fed: Arg[] | undefined): Findin
   const builds = found.some((f) => f.cls === "build");
   if (builds) an.state.buildRun ??= inv.name;
   // A build or test run executes the code of the directory it runs in (Makefile, build scripts).
-  if (builds && isDownloaded(an.state, ".")) found.push(finding("review", "remote-code", `${inv.name} builds or runs code this command downloaded`));
+  if (builds && isDownloaded(an.state, ".")) found.push(finding("remote-code", `${inv.name} builds or runs code this command downloaded`));
   return found;
 }
 
@@ -529,7 +525,7 @@ function argumentSecretRead(inv: Invocation, an: Analyzer, operandsJudged: boole
     if (TEXT_LIKE.test(c)) {
       const home = c.charCodeAt(0) === 126 /* ~ */ && (c.length === 1 || c.charCodeAt(1) === 47);
       return secretByText(an.env, an.state, home ? an.env.home + c.slice(1) : c, false)
-        ? finding("review", "identity-secret", `${inv.name} reads ${c}, an identity secret`)
+        ? finding("identity-secret", `${inv.name} reads ${c}, an identity secret`)
         : undefined;
     }
     if (c.charCodeAt(0) === 126 /* ~ */ && (c.length === 1 || c.charCodeAt(1) === 47)) {
@@ -547,7 +543,7 @@ function argumentSecretRead(inv: Invocation, an: Analyzer, operandsJudged: boole
       if (bare) return undefined;
     }
     const r = judgeRead(an.env, an.state, c === a.value ? a : { ...a, value: c }, false, false);
-    return r && finding(r.cls, r.reason, `${inv.name} ${r.detail}`);
+    return r && finding(r.reason, `${inv.name} ${r.detail}`);
   };
   for (const a of inv.args) {
     const v = a.value;
@@ -588,7 +584,7 @@ function codeOptionFindings(inv: Invocation): Finding[] {
     if (v === null) continue;
     if (v === "--") break;
     const hit = specs.find((o) => codeOptionMatches(o, v));
-    if (hit) return [finding("contain", "inline-code", `${inv.name} ${hit.option}${hit.prefix ? ` ${hit.prefix}` : ""} runs code the gate does not read`)];
+    if (hit) return [finding("inline-code", `${inv.name} ${hit.option}${hit.prefix ? ` ${hit.prefix}` : ""} runs code the gate does not read`)];
   }
   // `-ex CMD`-style entries with a prefix look at the option's value.
   for (const o of specs) {
@@ -596,7 +592,7 @@ function codeOptionFindings(inv: Invocation): Finding[] {
     const long = o.option.length > 2 ? [o.option] : [];
     for (const v of optionValues(inv.args, long.length === 0 ? [o.option] : [], long))
       if (v.value === null || v.value.trimStart().startsWith(o.prefix))
-        return [finding("contain", "inline-code", `${inv.name} ${o.option} ${o.prefix} runs code the gate does not read`)];
+        return [finding("inline-code", `${inv.name} ${o.option} ${o.prefix} runs code the gate does not read`)];
   }
   return [];
 }
@@ -614,7 +610,7 @@ function codeOptionMatches(o: CommandOption, v: string): boolean {
 
 /** What every shell command gets while the command policy is faulty. */
 export function policyFaultFinding(problem: string): Finding {
-  return finding("deny", "config-fault", `the command policy (commands.json) is invalid, so no shell command can be judged: ${problem}`);
+  return finding("config-fault", `the command policy (commands.json) is invalid, so no shell command can be judged: ${problem}`);
 }
 
 /**
@@ -639,22 +635,22 @@ function dispatchByName(inv: Invocation, an: Analyzer, fed: Arg[] | undefined): 
   if (name === "xargs") return xargs(fed)(inv, an);
   if (name === "eval") {
     // eval of static words is just a script; of anything else, code the gate cannot see.
-    if (inv.args.some((a) => a.value === null)) return [finding("review", "dynamic-command", "eval runs a string only known at run time as code")];
+    if (inv.args.some((a) => a.value === null)) return [finding("dynamic-command", "eval runs a string only known at run time as code")];
     return an.script(inv.args.map((a) => a.value).join(" "), "eval");
   }
   const handler = HANDLERS.get(name);
   if (handler) {
     const found = handler(inv, an);
-    return found.length > 0 ? found : [finding("read", "read-only", `${name} only reads`)];
+    return found.length > 0 ? found : [finding("read-only", `${name} only reads`)];
   }
-  if (DENY_PREFIXES.some((p) => name.startsWith(p))) return [finding("deny", "hard-deny", `${name} formats a file system`)];
+  if (DENY_PREFIXES.some((p) => name.startsWith(p))) return [finding("hard-deny", `${name} formats a file system`)];
   const cls = SIMPLE.get(name);
-  if (cls === undefined) return [finding("contain", "unknown-command", `${name} is not a command the gate knows`)];
+  if (cls === undefined) return [finding("unknown-command", `${name} is not a command the gate knows`)];
   if ((SECRET_SOURCES.has(name) && inv.args.length === 0) || SECRET_PRINTERS.has(name)) an.state.secretSource ??= "the environment";
   if (SECRET_SOURCES.has(name) && name === "export" && inv.args.some((a) => a.value === "-p")) an.state.secretSource ??= "the environment";
   const reason = reasonOf(name, cls);
   if (cls === "contain") an.state.network ??= isNetworkTool(name) ? name : an.state.network;
-  const base = finding(cls, reason, describe(name, cls));
+  const base = finding(reason, describe(name, cls));
   if (NAMES_ONLY_READERS.has(name) || cls === "deny" || cls === "review") return [base];
   const outputs = outputFindings(inv, an);
   const recursive =
@@ -691,10 +687,10 @@ function describe(name: string, cls: string): string {
 
 /** A program named by path: a project script, a downloaded file, or a local dev tool. */
 function pathProgram(inv: Invocation, an: Analyzer): Finding[] {
-  if (isDownloaded(an.state, inv.name)) return [finding("review", "remote-code", `runs ${inv.name}, downloaded by this command`)];
+  if (isDownloaded(an.state, inv.name)) return [finding("remote-code", `runs ${inv.name}, downloaded by this command`)];
   const bin = /(^|\/)node_modules\/\.bin\/([^/]+)$/.exec(inv.name);
   if (bin) return npx({ ...inv, args: [staticArg(bin[2]!), ...inv.args] }, an);
   const known = SIMPLE.get(inv.name);
-  if (known === "build") return [finding("build", "build-test", `${inv.name} builds the project`)];
-  return [finding("contain", "inline-code", `runs the program ${inv.name}`)];
+  if (known === "build") return [finding("build-test", `${inv.name} builds the project`)];
+  return [finding("inline-code", `runs the program ${inv.name}`)];
 }

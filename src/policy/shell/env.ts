@@ -333,12 +333,8 @@ export function judgeWrite(env: ShellEnv, state: ScriptState, arg: Arg, what: st
   if (arg.value === null) {
     // `> "$(dirname ~/.pi/agent/x)/settings.json"`: where it lands is unknown, what it names is not.
     if (SELF_NAMES.some((r) => r.test(arg.text)))
-      return finding(
-        "deny",
-        "self-protection",
-        `${what} ${arg.text}, a path only known at run time that names auto mode's own files or the settings that load it`,
-      );
-    return finding("contain", "outside-writable-roots", `${what} a path only known at run time (${arg.text})`);
+      return finding("self-protection", `${what} ${arg.text}, a path only known at run time that names auto mode's own files or the settings that load it`);
+    return finding("outside-writable-roots", `${what} a path only known at run time (${arg.text})`);
   }
   const places = arg.glob ? expandGlob(state, arg.value) : locate(state, arg.value);
   if (!places) {
@@ -346,15 +342,14 @@ export function judgeWrite(env: ShellEnv, state: ScriptState, arg: Arg, what: st
     const name = basename(arg.value);
     if (!arg.glob && env.places.selfProtected.some((s) => basename(s) === name))
       return finding(
-        "deny",
         "self-protection",
         `${what} ${arg.value} relative to a directory only known at run time, the name of auto mode's own files or of the settings that load it`,
       );
-    return finding("contain", "outside-writable-roots", `${what} ${arg.value} relative to an unknown directory`);
+    return finding("outside-writable-roots", `${what} ${arg.value} relative to an unknown directory`);
   }
   spend(state, WRITE_STEPS * places.length, "judging writes");
   if (places.some((p) => isBuildDefinition(basename(p.lexical)) || isBuildDefinition(basename(p.real)))) state.codeWrites.push(arg.value);
-  return strictest(places.map((p) => writeFinding(env, p, arg.value!, what, state.facts))) ?? finding("read", "read-only", `${what} nothing`);
+  return strictest(places.map((p) => writeFinding(env, p, arg.value!, what, state.facts))) ?? finding("read-only", `${what} nothing`);
 }
 
 const BUILD_DEFINITIONS = pathData.buildDefinitionFiles.map((p) => globToRegExp(p.toLowerCase()));
@@ -368,21 +363,21 @@ export function writeFinding(env: ShellEnv, p: Located, shown: string, what: str
   const target = classifyWrite(env.places, p.lexical, p.real, facts);
   switch (target.kind) {
     case "self":
-      return finding("deny", "self-protection", `${what} ${shown}, which holds auto mode's own configuration or state`);
+      return finding("self-protection", `${what} ${shown}, which holds auto mode's own configuration or state`);
     case "raw-device":
-      return finding("deny", "hard-deny", `${what} the raw device ${shown}`);
+      return finding("hard-deny", `${what} the raw device ${shown}`);
     case "harmless-device":
-      return finding("read", "read-only", `${what} ${shown}`);
+      return finding("read-only", `${what} ${shown}`);
     case "protected":
-      return finding("review", "protected-path", `${what} ${shown}, under the protected ${target.entry}`);
+      return finding("protected-path", `${what} ${shown}, under the protected ${target.entry}`);
     case "persistence":
-      return finding("review", "persistence", `${what} ${shown}, a location that runs code or holds configuration later`);
+      return finding("persistence", `${what} ${shown}, a location that runs code or holds configuration later`);
     case "inside":
-      return finding("workspace-write", "workspace-write", `${what} ${shown} inside the ${target.root === "tmp" ? "temporary root" : "workspace"}`);
+      return finding("workspace-write", `${what} ${shown} inside the ${target.root === "tmp" ? "temporary root" : "workspace"}`);
     case "hardlinked":
-      return finding("contain", "outside-writable-roots", `${what} ${shown}, a file with other hard links that may lie outside the workspace`);
+      return finding("outside-writable-roots", `${what} ${shown}, a file with other hard links that may lie outside the workspace`);
     case "outside":
-      return finding("contain", "outside-writable-roots", `${what} ${shown}, outside the writable roots`);
+      return finding("outside-writable-roots", `${what} ${shown}, outside the writable roots`);
   }
 }
 
@@ -409,26 +404,24 @@ export function heldSelves(env: ShellEnv, p: Located): string[] {
 export function judgeRead(env: ShellEnv, state: ScriptState, arg: Arg, recursive: boolean, markSecretish = true): Finding | undefined {
   // `/proc/$$/environ`, `/proc/self/task/*/environ`: some process's environment, whichever it is.
   if (arg.value === null ? /\/proc\/\S*\/environ\b/.test(arg.text) : arg.glob && /^\/proc\/.*\/environ$/.test(arg.value))
-    return finding("review", "identity-secret", `reads ${arg.text}, a process environment that holds credentials`);
+    return finding("identity-secret", `reads ${arg.text}, a process environment that holds credentials`);
   if (arg.value === null) {
     // A run-time path is built from the script's own words: if one names a secret, so may the path.
     const named = namesSecret(env, state);
-    return named === undefined
-      ? undefined
-      : finding("review", "identity-secret", `reads a path only known at run time (${arg.text}) in a command that names ${named}`);
+    return named === undefined ? undefined : finding("identity-secret", `reads a path only known at run time (${arg.text}) in a command that names ${named}`);
   }
   if (arg.value === "" || arg.value === "-") return undefined;
   // `< /dev/null`, `cat /dev/stdin`: as for writes, a device named as such is no file to look up
   // (and /dev/stdin or /dev/fd/N would resolve through the gate's own descriptors, not the command's).
   if (!arg.glob && isHarmlessDevice(arg.value)) return undefined;
   if (arg.glob && globMayNameSecret(env, state, arg.value, recursive))
-    return finding("review", "identity-secret", `reads ${arg.value}, a pattern that matches identity secrets`);
+    return finding("identity-secret", `reads ${arg.value}, a pattern that matches identity secrets`);
   const located = locate(state, arg.value);
   if (!located) return undefined;
   for (const p of located) {
-    if (isIdentitySecret(env.places, p.lexical, p.real)) return finding("review", "identity-secret", `reads ${arg.value}, an identity secret`);
+    if (isIdentitySecret(env.places, p.lexical, p.real)) return finding("identity-secret", `reads ${arg.value}, an identity secret`);
     if (recursive && containsIdentitySecret(env.places, p.lexical, p.real))
-      return finding("review", "identity-secret", `reads everything under ${arg.value}, which holds identity secrets`);
+      return finding("identity-secret", `reads everything under ${arg.value}, which holds identity secrets`);
     if (markSecretish && isSecretishFile(p.real)) state.secretSource ??= arg.value;
   }
   return undefined;

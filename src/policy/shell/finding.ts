@@ -1,14 +1,49 @@
 import { CLASS_RANK, type CommandClass, type ReasonCode } from "../types.ts";
 
+/**
+ * The class each reason a part of a shell command can have stands for: the one place a class
+ * comes from, so a reason cannot be given with a class it does not mean.
+ */
+export const REASON_CLASS = {
+  "read-only": "read",
+  "workspace-write": "workspace-write",
+  "regenerable-cleanup": "cleanup",
+  "git-local": "git-local",
+  "build-test": "build",
+  network: "contain",
+  "unknown-command": "contain",
+  "outside-writable-roots": "contain",
+  sandboxed: "contain",
+  "inline-code": "contain",
+  "protected-path": "review",
+  "identity-secret": "review",
+  "secret-egress": "review",
+  persistence: "review",
+  destructive: "review",
+  "remote-code": "review",
+  "dynamic-command": "review",
+  privilege: "review",
+  "foreign-process": "review",
+  "force-push": "review",
+  "git-config": "review",
+  "git-hooks": "review",
+  "shell-unparseable": "review",
+  "hard-deny": "deny",
+  "self-protection": "deny",
+  "config-fault": "deny",
+} as const satisfies Partial<Record<ReasonCode, CommandClass>>;
+
+export type FindingReason = keyof typeof REASON_CLASS;
+
 /** What one part of a shell command does, and why we think so. */
 export interface Finding {
   readonly cls: CommandClass;
-  readonly reason: ReasonCode;
+  readonly reason: FindingReason;
   readonly detail: string;
 }
 
-export function finding(cls: CommandClass, reason: ReasonCode, detail: string): Finding {
-  return { cls, reason, detail };
+export function finding(reason: FindingReason, detail: string): Finding {
+  return { cls: REASON_CLASS[reason], reason, detail };
 }
 
 /**

@@ -5,7 +5,8 @@
 
 import { type Static, Type } from "typebox";
 import { Value } from "typebox/value";
-import type { CommandClass, ReasonCode } from "../types.ts";
+import type { CommandClass } from "../types.ts";
+import { type FindingReason, REASON_CLASS } from "./finding.ts";
 
 const CLASSES = ["read", "workspace-write", "cleanup", "git-local", "build", "contain", "review", "deny"] as const satisfies readonly CommandClass[];
 const Class = Type.Union(CLASSES.map((c) => Type.Literal(c)));
@@ -77,7 +78,7 @@ const Wrapper = Type.Object(
     valueOptions: Names,
     positionals: Type.Optional(Type.Integer({ minimum: 1 })),
     assignments: Type.Optional(Type.Literal(true)),
-    raise: Type.Optional(Class),
+    /** What running a command through it is besides the command (sudo: privilege), if anything. */
     reason: Type.Optional(Type.Union([Type.Literal("privilege"), Type.Literal("dynamic-command")])),
     lookupOptions: Type.Optional(Names),
     scriptArgs: Type.Optional(Type.Literal(true)),
@@ -97,14 +98,15 @@ const SubcommandTable = Type.Object(
   { additionalProperties: false },
 );
 
-const HAZARD_REASONS = ["identity-secret", "destructive", "dynamic-command", "self-protection", "persistence"] as const;
+/** Why a pattern in inline code needs review (naming auto mode's own files without writing them is protected-path). */
+const HAZARD_REASONS = ["identity-secret", "destructive", "dynamic-command", "protected-path", "persistence"] as const satisfies readonly FindingReason[];
 export type HazardReason = (typeof HAZARD_REASONS)[number];
 const Hazards = Type.Object(Object.fromEntries(HAZARD_REASONS.map((r) => [r, Type.Optional(Names)])), { additionalProperties: false });
 
 /** A list of options, or the name of a shared one (optionSets). */
 const OptionList = Type.Union([Names, Type.String({ minLength: 1 })]);
 
-const TABLE_REASONS = [
+const TABLE_REASONS: readonly FindingReason[] = [
   "read-only",
   "build-test",
   "network",
@@ -192,22 +194,8 @@ export const CommandPolicySchema = Type.Object(
 );
 export type CommandPolicyData = Static<typeof CommandPolicySchema>;
 
-/** The class a table reason stands for: a record's reason must agree with its class. */
-export const REASON_CLASS: Readonly<Record<(typeof TABLE_REASONS)[number], CommandClass>> = {
-  "read-only": "read",
-  "build-test": "build",
-  network: "contain",
-  "unknown-command": "contain",
-  privilege: "review",
-  persistence: "review",
-  "foreign-process": "review",
-  "dynamic-command": "review",
-  destructive: "review",
-  "hard-deny": "deny",
-};
-
 /** The reason of a table class when the record names none (one table, used by every handler). */
-const CLASS_REASON: Readonly<Record<CommandClass, ReasonCode>> = {
+const CLASS_REASON: Readonly<Record<CommandClass, FindingReason>> = {
   read: "read-only",
   "workspace-write": "workspace-write",
   cleanup: "regenerable-cleanup",
@@ -219,8 +207,8 @@ const CLASS_REASON: Readonly<Record<CommandClass, ReasonCode>> = {
 };
 
 /** The reason a finding of `cls` from a program's table gives: the record's own where it names that class. */
-export function tableReason(cls: CommandClass, reason: ReasonCode | undefined): ReasonCode {
-  return reason !== undefined && REASON_CLASS[reason as keyof typeof REASON_CLASS] === cls ? reason : CLASS_REASON[cls];
+export function tableReason(cls: CommandClass, reason: FindingReason | undefined): FindingReason {
+  return reason !== undefined && REASON_CLASS[reason] === cls ? reason : CLASS_REASON[cls];
 }
 
 const DISPATCH = ["class", "wrapper", "handler", "operands", "alias"] as const;

@@ -2,10 +2,11 @@
 // look-ups the analysis makes. A policy that does not load is a fault every shell command is
 // denied for (POLICY_FAULT); the tables are then empty.
 
-import type { CommandClass, ReasonCode } from "../types.ts";
+import type { CommandClass } from "../types.ts";
 import data from "../data/commands.json" with { type: "json" };
 import pathData from "../data/paths.json" with { type: "json" };
 import { globToRegExp } from "./env.ts";
+import type { FindingReason } from "./finding.ts";
 import { type CommandPolicyData, type HandlerName, loadCommandPolicy, type ProgramRecord, tableReason } from "./programs.ts";
 
 import type { HazardReason } from "./programs.ts";
@@ -57,7 +58,7 @@ export const PROGRAMS: ReadonlyMap<string, ProgramRecord> = new Map(records);
 export const HANDLED: ReadonlyMap<string, HandlerName> = new Map(records.flatMap(([n, r]) => (r.handler ? [[n, r.handler] as const] : [])));
 
 /** The reason a finding of class `cls` from `program`'s table gives (its record may name its own). */
-export function reasonOf(program: string, cls: CommandClass): ReasonCode {
+export function reasonOf(program: string, cls: CommandClass): FindingReason {
   return tableReason(cls, PROGRAMS.get(program)?.reason);
 }
 

@@ -55,84 +55,81 @@ const readsStdinFile = (inv: Invocation) => inv.source.redirs.some((r) => r.op =
 
 export const shell: Handler = (inv, an) => {
   const args = inv.args;
-  if (hasFlag(args, "", ["--version", "--help"])) return [finding("read", "read-only", `${inv.name} prints its version`)];
+  if (hasFlag(args, "", ["--version", "--help"])) return [finding("read-only", `${inv.name} prints its version`)];
   const cIndex = args.findIndex((a) => a.value !== null && /^-[a-zA-Z]*c[a-zA-Z]*$/.test(a.value));
   if (cIndex >= 0) {
     const script = args[cIndex + 1];
-    if (!script || script.value === null) return [finding("review", "dynamic-command", `${inv.name} -c runs a script only known at run time`)];
+    if (!script || script.value === null) return [finding("dynamic-command", `${inv.name} -c runs a script only known at run time`)];
     // The words after the script are its $0, $1, ...: `sh -c 'rm -rf "$1"' _ ~` removes home.
     return an.script(script.value, `${inv.name} -c`, args.slice(cIndex + 2));
   }
-  if (hasFlag(args, "n", ["--noexec"])) return [finding("read", "read-only", `${inv.name} -n only checks syntax`)];
+  if (hasFlag(args, "n", ["--noexec"])) return [finding("read-only", `${inv.name} -n only checks syntax`)];
   const file = operands(args, ["-o", "+o", "-O", "+O", "--rcfile", "--init-file"]).find((a) => !STDIN_FILES.has(a.value ?? ""));
   if (file) {
-    if (file.value === null) return [finding("review", "remote-code", `${inv.name} runs a script only known at run time (${file.text})`)];
-    if (runsDownloaded(an, file)) return [finding("review", "remote-code", `${inv.name} runs ${file.value}, downloaded by this command`)];
-    return [
-      finding("contain", "inline-code", `${inv.name} runs the script ${file.value}`),
-      ...[judgeRead(an.env, an.state, file, false)].filter((f) => f !== undefined),
-    ];
+    if (file.value === null) return [finding("remote-code", `${inv.name} runs a script only known at run time (${file.text})`)];
+    if (runsDownloaded(an, file)) return [finding("remote-code", `${inv.name} runs ${file.value}, downloaded by this command`)];
+    return [finding("inline-code", `${inv.name} runs the script ${file.value}`), ...[judgeRead(an.env, an.state, file, false)].filter((f) => f !== undefined)];
   }
   if (inv.pipedInput) {
     const text = an.state.pipedText.get(inv.source);
-    if (text === undefined) return [finding("review", "remote-code", `pipes data into ${inv.name}, which runs it as code`)];
+    if (text === undefined) return [finding("remote-code", `pipes data into ${inv.name}, which runs it as code`)];
     return an.script(text, `${inv.name} reading constant piped text`);
   }
   const body = heredocBody(inv);
   if (body) {
-    if (body.dynamic) return [finding("review", "dynamic-command", `${inv.name} runs a here-document with run-time expansions`)];
+    if (body.dynamic) return [finding("dynamic-command", `${inv.name} runs a here-document with run-time expansions`)];
     return an.script(body.body, `${inv.name} here-document`);
   }
-  if (readsStdinFile(inv)) return [finding("contain", "inline-code", `${inv.name} runs a script from a file`)];
-  return [finding("contain", "inline-code", `${inv.name} starts an interactive shell`)];
+  if (readsStdinFile(inv)) return [finding("inline-code", `${inv.name} runs a script from a file`)];
+  return [finding("inline-code", `${inv.name} starts an interactive shell`)];
 };
 
 export const interpreter: Handler = (inv, an) => {
   const args = inv.args;
   const first = args[0]?.value;
   if (args.length > 0 && args.every((a) => ["--version", "-V", "-v", "--help", "-h", "-version"].includes(a.value ?? "")))
-    return [finding("read", "read-only", `${inv.name} prints its version`)];
-  if (first === null) return [finding("review", "dynamic-command", `${inv.name} with arguments only known at run time`)];
+    return [finding("read-only", `${inv.name} prints its version`)];
+  if (first === null) return [finding("dynamic-command", `${inv.name} with arguments only known at run time`)];
   if ((inv.name === "python" || inv.name.startsWith("python")) && first === "-m") {
     const mod = args[1]?.value ?? null;
-    if (mod === null) return [finding("review", "dynamic-command", "python -m with a module only known at run time")];
+    if (mod === null) return [finding("dynamic-command", "python -m with a module only known at run time")];
     if (mod === "pip") return packageManager("pip")({ ...inv, args: args.slice(2) }, an);
     const cls = PYTHON_MODULES.get(mod);
-    return [cls ? finding(cls, reasonOf(inv.name, cls), `python -m ${mod}`) : finding("contain", "inline-code", `python -m ${mod} runs a module`)];
+    return [cls ? finding(reasonOf(inv.name, cls), `python -m ${mod}`) : finding("inline-code", `python -m ${mod} runs a module`)];
   }
   if ((inv.name === "node" || inv.name === "nodejs") && args.some((a) => a.value === "--test"))
-    return [finding("build", "build-test", "node --test runs the test suite")];
+    return [finding("build-test", "node --test runs the test suite")];
   if ((inv.name === "node" || inv.name === "nodejs") && args.some((a) => a.value === "--check" || a.value === "-c"))
-    return [finding("read", "read-only", "node --check only parses")];
+    return [finding("read-only", "node --check only parses")];
   const inline = args.findIndex((a) => a.value !== null && (INLINE_CODE_OPTIONS.has(a.value.split("=")[0]!) || inlineCodeBundle(a.value)));
   if (inline >= 0) {
     const opt = args[inline]!.value!;
     const code = opt.includes("=") ? opt.slice(opt.indexOf("=") + 1) : args[inline + 1]?.value;
-    if (code === null) return [finding("review", "dynamic-command", `${inv.name} runs inline code only known at run time`)];
+    if (code === null) return [finding("dynamic-command", `${inv.name} runs inline code only known at run time`)];
     // `perl -pi -e CODE FILES`, `ruby -i -pe`: the files after the code are rewritten in place.
     const inPlace =
       (inv.name === "perl" || inv.name === "ruby") && args.some((a) => a.value !== null && /^-[a-zA-Z]*i/.test(a.value) && !a.value.startsWith("--"));
     const rewritten = inPlace
       ? operands(args.slice(opt.includes("=") ? inline + 1 : inline + 2)).map((f) => judgeWrite(an.env, an.state, f, `${inv.name} -i rewrites`))
       : [];
-    return [finding("contain", "inline-code", `${inv.name} runs inline code`), ...codeHazards(inv.name, code), ...rewritten];
+    return [finding("inline-code", `${inv.name} runs inline code`), ...codeHazards(inv.name, code), ...rewritten];
   }
   const file = operands(args, ["-W", "-X", "-r", "--require", "--import", "--loader", "-I"]).at(0);
   if (file && file.value !== "-") {
-    if (file.value === null) return [finding("review", "remote-code", `${inv.name} runs a program only known at run time (${file.text})`)];
+    if (file.value === null) return [finding("remote-code", `${inv.name} runs a program only known at run time (${file.text})`)];
     // Pi's own command line run from its package's files is `pi`.
     if ([...PI_CLI.packageNames].some((p) => file.value!.includes(`${p}/`)))
       return [
-        finding("contain", "inline-code", `${inv.name} runs the program ${file.value}`),
+        finding("inline-code", `${inv.name} runs the program ${file.value}`),
         ...an.argv([staticArg("pi"), ...args.slice(args.indexOf(file) + 1)], inv.source, inv.pipedInput),
       ];
-    if (runsDownloaded(an, file)) return [finding("review", "remote-code", `${inv.name} runs ${file.value}, downloaded by this command`)];
-    return [finding("contain", "inline-code", `${inv.name} runs the program ${file.value}`)];
+    if (runsDownloaded(an, file)) return [finding("remote-code", `${inv.name} runs ${file.value}, downloaded by this command`)];
+    return [finding("inline-code", `${inv.name} runs the program ${file.value}`)];
   }
-  if (inv.pipedInput) return [finding("review", "remote-code", `pipes data into ${inv.name}, which runs it as code`)];
+  if (inv.pipedInput) return [finding("remote-code", `pipes data into ${inv.name}, which runs it as code`)];
   const body = heredocBody(inv);
-  if (body) return [finding("contain", "inline-code", `${inv.name} runs code from a here-document`), ...codeHazards(inv.name, body.body)];
-  return [finding("contain", "inline-code", `${inv.name} runs code from standard input`)];
+  if (body) return [finding("inline-code", `${inv.name} runs code from a here-document`), ...codeHazards(inv.name, body.body)];
+  return [finding("inline-code", `${inv.name} runs code from standard input`)];
 };
 
 /** Bundled short options that end in an inline-code letter take the code next: `perl -ne`, `node -pe`, `python3 -Bc`. */
@@ -148,19 +145,17 @@ function codeHazards(interpreter: string, code: string | null | undefined): Find
   if (!code) return [];
   // Naming the files that load or configure auto mode and writing, moving or removing files: self-disabling.
   if (INLINE_CODE_SELF_DISABLING.names.some((r) => r.test(code)) && INLINE_CODE_SELF_DISABLING.writes.some((r) => r.test(code)))
-    return [
-      finding("deny", "self-protection", `${interpreter} inline code writes or removes files and names auto mode's own files or the settings that load it`),
-    ];
+    return [finding("self-protection", `${interpreter} inline code writes or removes files and names auto mode's own files or the settings that load it`)];
   const hit = [...INLINE_CODE_HAZARDS, ...(INTERPRETER_HAZARDS.get(interpreter) ?? [])].find((h) => h.re.test(code));
   if (!hit) return [];
   const what = {
     "identity-secret": "names identity secrets",
     destructive: "deletes files",
     "dynamic-command": "starts other programs",
-    "self-protection": "names auto mode's own files",
+    "protected-path": "names auto mode's own files",
     persistence: "names a file that runs code at login, on a schedule or in git",
   }[hit.reason];
-  return [finding("review", hit.reason, `${interpreter} inline code ${what}`)];
+  return [finding(hit.reason, `${interpreter} inline code ${what}`)];
 }
 
 /**
@@ -170,12 +165,12 @@ function codeHazards(interpreter: string, code: string | null | undefined): Find
  */
 export const taskRunner: Handler = (inv) => {
   for (const a of inv.args) {
-    if (a.value === null) return [finding("review", "dynamic-command", `${inv.name} runs a task only known at run time`)];
+    if (a.value === null) return [finding("dynamic-command", `${inv.name} runs a task only known at run time`)];
     const words = a.value.replace(/^--?[\w-]+=/, "").split(/[:,\s]+/);
     const hit = words.find((w) => SERVING_SCRIPTS.names.has(w));
-    if (hit) return [finding("contain", "network", `${inv.name} runs ${hit}, which by convention serves, publishes or deploys`)];
+    if (hit) return [finding("network", `${inv.name} runs ${hit}, which by convention serves, publishes or deploys`)];
   }
-  return [finding("build", "build-test", `${inv.name} builds or tests the project`)];
+  return [finding("build-test", `${inv.name} builds or tests the project`)];
 };
 
 /**
@@ -225,13 +220,13 @@ export const parallel: Handler = (inv, an) => {
   let replace = "{}";
   for (; i < inv.args.length; i++) {
     const v = inv.args[i]!.value;
-    if (v === null) return [finding("review", "dynamic-command", "parallel with an option only known at run time")];
+    if (v === null) return [finding("dynamic-command", "parallel with an option only known at run time")];
     if (v === "--") {
       i++;
       break;
     }
     if (!v.startsWith("-") || v === ":::" || v === "::::") break;
-    if (v === "-S" || v === "--sshlogin" || v.startsWith("--sshlogin")) out.push(finding("contain", "network", "parallel runs jobs on other machines"));
+    if (v === "-S" || v === "--sshlogin" || v.startsWith("--sshlogin")) out.push(finding("network", "parallel runs jobs on other machines"));
     if (v === "-I") replace = inv.args[i + 1]?.value ?? replace;
     if (valueOpts.includes(v)) i++;
   }
@@ -240,7 +235,7 @@ export const parallel: Handler = (inv, an) => {
   const fromFiles = sep >= 0 && inv.args[sep]!.value!.startsWith("::::");
   const inputs: Arg[] =
     sep < 0 || fromFiles ? [{ text: "<input>", value: null, glob: false }] : inv.args.slice(sep + 1).filter((a) => !/^::::?\+?$/.test(a.value ?? ""));
-  if (cmd.length === 0) return [...out, finding("review", "dynamic-command", "parallel runs commands read from its input")];
+  if (cmd.length === 0) return [...out, finding("dynamic-command", "parallel runs commands read from its input")];
   for (const input of inputs) {
     const subst = (a: Arg): Arg =>
       a.value?.includes(replace)
@@ -251,7 +246,7 @@ export const parallel: Handler = (inv, an) => {
     const uses = cmd.some((a) => a.value?.includes(replace));
     if (cmd.length === 1 && cmd[0]!.value !== null && /\s/.test(cmd[0]!.value)) {
       const line = subst(cmd[0]!);
-      if (line.value === null) return [...out, finding("review", "dynamic-command", "parallel runs a shell command only known at run time")];
+      if (line.value === null) return [...out, finding("dynamic-command", "parallel runs a shell command only known at run time")];
       out.push(
         ...an.script(
           uses ? line.value : `${line.value} ${input.value === null ? '"$1"' : input.value}`,
@@ -270,7 +265,7 @@ export const parallel: Handler = (inv, an) => {
  */
 export const sqliteShell: Handler = (inv, an) => {
   const out: Finding[] = [
-    finding("contain", "network", `${inv.name} reaches outside the workspace (network, other programs or machines)`),
+    finding("network", `${inv.name} reaches outside the workspace (network, other programs or machines)`),
     ...judgeReadOperands(inv, an, false),
   ];
   for (const a of inv.args) {
@@ -284,7 +279,7 @@ export const sqliteShell: Handler = (inv, an) => {
 export function packageManager(tool: string): Handler {
   return (inv, an) => {
     const table = SUBCOMMANDS.get(tool);
-    if (!table) return [finding("contain", "unknown-command", `${tool}`)];
+    if (!table) return [finding("unknown-command", `${tool}`)];
     // `bun -e CODE`: inline JavaScript, judged as `node -e` is.
     if (tool === "bun" && inv.args.some((a) => a.value !== null && /^(-e|--eval|-p|--print)(=|$)/.test(a.value)))
       return interpreter({ ...inv, name: "node" }, an);
@@ -306,7 +301,7 @@ export function packageManager(tool: string): Handler {
     let sub: Arg | undefined;
     for (let i = 0; i < inv.args.length; i++) {
       const v = inv.args[i]!.value;
-      if (v === null) return [finding("review", "dynamic-command", `${tool} with a subcommand only known at run time`)];
+      if (v === null) return [finding("dynamic-command", `${tool} with a subcommand only known at run time`)];
       if (table.byName.has(v)) {
         sub = inv.args[i];
         break;
@@ -319,10 +314,10 @@ export function packageManager(tool: string): Handler {
       break;
     }
     if (!sub) {
-      if (table.empty) return [finding(table.empty, reasonOf(tool, table.empty), `${tool} with no subcommand`)];
+      if (table.empty) return [finding(reasonOf(tool, table.empty), `${tool} with no subcommand`)];
       const flag = inv.args[0]?.value;
       if (flag && table.byName.has(flag)) sub = inv.args[0];
-      else return [finding(table.fallback, reasonOf(tool, table.fallback), `${tool}`)];
+      else return [finding(reasonOf(tool, table.fallback), `${tool}`)];
     }
     const name = sub!.value!;
     const rest = inv.args.slice(inv.args.indexOf(sub!) + 1);
@@ -343,11 +338,11 @@ export function packageManager(tool: string): Handler {
       const cmd = operands(rest, runner.valueOptions);
       const at = cmd.length > 0 ? rest.indexOf(cmd[0]!) : -1;
       // Options after the command name belong to the command, not to the runner.
-      if (at < 0) return [finding("build", "build-test", `${tool} ${name} with no command`)];
+      if (at < 0) return [finding("build-test", `${tool} ${name} with no command`)];
       return an.argv(rest.slice(at), inv.source, inv.pipedInput);
     }
     if (tool === "npm" && (name === "config" || name === "c") && ["get", "list", "ls"].includes(rest[0]?.value ?? ""))
-      return [finding("read", "read-only", "npm reads its configuration")];
+      return [finding("read-only", "npm reads its configuration")];
     if (CONTAINER_HOST_ACCESS.tools.includes(tool) && CONTAINER_HOST_ACCESS.subcommands.includes(name)) {
       const access = containerHostAccess(rest, an, `${tool} ${name}`);
       if (access) return [access];
@@ -355,12 +350,12 @@ export function packageManager(tool: string): Handler {
     const phrase = longestPhrase(table.byName, name, rest);
     const script = name === "run" || name === "run-script" ? rest[0]?.value : name;
     if (SERVING_SCRIPTS.runners.has(tool) && script && SERVING_SCRIPTS.names.has(script.split(":")[0]!))
-      return [finding("contain", "network", `${tool} runs the script ${script}, which by convention serves or deploys`)];
+      return [finding("network", `${tool} runs the script ${script}, which by convention serves or deploys`)];
     const words = [name, ...rest.slice(0, 2).map((a) => a.value ?? "")];
     const revealing =
       SECRET_OPTIONS.get(`${tool} ${words.slice(0, 2).join(" ")}`) ?? SECRET_OPTIONS.get(`${tool} ${words.join(" ")}`) ?? SECRET_OPTIONS.get(`${tool} ${name}`);
     if (revealing && rest.some((a) => a.value !== null && revealing.some((o) => a.value === o || a.value!.startsWith(`${o}=`))))
-      return [finding("review", "identity-secret", `${tool} ${words.slice(0, 2).join(" ")} prints a credential`)];
+      return [finding("identity-secret", `${tool} ${words.slice(0, 2).join(" ")} prints a credential`)];
     // `yarn X`, `pnpm X`, `bun run X` run the package script X, or else the installed command X:
     // a command the gate knows (`yarn rimraf ~`, `pnpm pi remove x`) is judged as that command too.
     const asCommand =
@@ -373,7 +368,7 @@ export function packageManager(tool: string): Handler {
     const after = { ...inv, name: tool, args: rest };
     // A network tool's file operands may be uploads (`aws s3 cp FILE s3://`, `gh gist create FILE`).
     const uploads = NETWORK_TOOLS.has(tool) ? judgeReadOperands(after, an, false) : [];
-    return [finding(cls, reason, `${tool} ${phrase}`), ...outputFindings(after, an), ...uploads, ...asCommand];
+    return [finding(reason, `${tool} ${phrase}`), ...outputFindings(after, an), ...uploads, ...asCommand];
   };
 }
 
@@ -393,7 +388,7 @@ function knownCommand(name: string): boolean {
  */
 function containerHostAccess(args: readonly Arg[], an: Analyzer, what: string): Finding | undefined {
   const spec = CONTAINER_HOST_ACCESS;
-  const privilege = (how: string) => finding("review", "privilege", `${what} ${how}`);
+  const privilege = (how: string) => finding("privilege", `${what} ${how}`);
   for (let i = 0; i < args.length; i++) {
     const v = args[i]!.value;
     if (v === null) return privilege("with an option only known at run time");
@@ -439,12 +434,12 @@ function longestPhrase(table: ReadonlyMap<string, unknown>, name: string, rest: 
  */
 const piCli: Handler = (inv) => {
   const off = inv.args.find((a) => a.value !== null && PI_CLI.disablingOptions.has(a.value));
-  if (off) return [finding("deny", "self-protection", `${inv.name} ${off.value} starts an agent with auto mode off`)];
+  if (off) return [finding("self-protection", `${inv.name} ${off.value} starts an agent with auto mode off`)];
   const table = SUBCOMMANDS.get("pi")!;
   let at = -1;
   for (let i = 0; i < inv.args.length; i++) {
     const v = inv.args[i]!.value;
-    if (v === null) return [finding("review", "dynamic-command", `${inv.name} with an argument only known at run time`)];
+    if (v === null) return [finding("dynamic-command", `${inv.name} with an argument only known at run time`)];
     if (v === "--") break;
     if (table.byName.has(v) || !v.startsWith("-")) {
       at = i;
@@ -454,17 +449,16 @@ const piCli: Handler = (inv) => {
   }
   const sub = at >= 0 ? inv.args[at]!.value! : undefined;
   const cls = sub === undefined ? (table.empty ?? table.fallback) : (table.byName.get(sub) ?? table.fallback);
-  if (cls === "deny")
-    return [finding("deny", "self-protection", `${inv.name} ${sub} removes or disables Pi packages, the one that loads auto mode among them`)];
+  if (cls === "deny") return [finding("self-protection", `${inv.name} ${sub} removes or disables Pi packages, the one that loads auto mode among them`)];
   const rest = inv.args.slice(at + 1).map((a) => a.value);
   if (
     sub !== undefined &&
     PI_CLI.secretSubcommands.some(([s, ...words]) => s === sub && words.every((w, i) => (w.startsWith("-") ? rest.includes(w) : rest[i] === w)))
   )
-    return [finding("review", "identity-secret", `${inv.name} ${sub} ${rest[0] ?? ""} prints a provider credential`)];
+    return [finding("identity-secret", `${inv.name} ${sub} ${rest[0] ?? ""} prints a provider credential`)];
   const reason = reasonOf(inv.name, cls);
-  if (cls === "contain") return [finding("contain", "network", `${inv.name} runs an agent that reaches the model provider`)];
-  return [finding(cls, reason, `${inv.name} ${sub ?? ""}`.trim())];
+  if (cls === "contain") return [finding("network", `${inv.name} runs an agent that reaches the model provider`)];
+  return [finding(reason, `${inv.name} ${sub ?? ""}`.trim())];
 };
 
 /** npx runs a local dev tool, or downloads and runs a package. */
@@ -473,7 +467,7 @@ export const npx: Handler = (inv, an) => {
   let pkg: string | null | undefined;
   for (let i = 0; i < inv.args.length; i++) {
     const v = inv.args[i]!.value;
-    if (v === null) return [finding("review", "dynamic-command", "npx runs a package only known at run time")];
+    if (v === null) return [finding("dynamic-command", "npx runs a package only known at run time")];
     if (v === "-p" || v === "--package" || v.startsWith("--package=")) {
       downloads = true;
       if (!v.includes("=")) i++;
@@ -485,14 +479,14 @@ export const npx: Handler = (inv, an) => {
     }
     if (v === "-c" || v === "--call") {
       const script = inv.args[i + 1];
-      if (!script || script.value === null) return [finding("review", "dynamic-command", "npx --call runs a shell command only known at run time")];
-      return [finding("contain", "inline-code", "npx --call runs a shell command"), ...an.script(script.value, "npx --call")];
+      if (!script || script.value === null) return [finding("dynamic-command", "npx --call runs a shell command only known at run time")];
+      return [finding("inline-code", "npx --call runs a shell command"), ...an.script(script.value, "npx --call")];
     }
     if (v.startsWith("-")) continue;
     pkg = v;
     break;
   }
-  if (!pkg) return [finding("contain", "network", "npx with no package")];
+  if (!pkg) return [finding("network", "npx with no package")];
   const bare = pkg.replace(/@[^@/]*$/, "");
   const local = !downloads && !/@[^/]/.test(pkg.slice(1)) && NPX_LOCAL_TOOLS.has(bare);
   if (local && SERVING_SCRIPTS.taskRunners.has(bare))
@@ -502,13 +496,13 @@ export const npx: Handler = (inv, an) => {
     const at = inv.args.findIndex((a) => a.value === pkg);
     return an.argv([staticArg(bare), ...inv.args.slice(at + 1)], inv.source, inv.pipedInput);
   }
-  if (local) return [finding("build", "build-test", `npx ${pkg} runs a local dev tool`)];
+  if (local) return [finding("build-test", `npx ${pkg} runs a local dev tool`)];
   // Whatever the package, its command runs with the words after it: judged as that command too
   // (`npx -y rimraf ~` is `rimraf ~`, `npx @earendil-works/pi-coding-agent remove X` is `pi remove X`).
   const bin = PI_CLI.packageNames.has(bare) ? "pi" : bare.replace(/^@[^/]+\//, "");
   const at = inv.args.findIndex((a) => a.value === pkg);
   const as = bin === "" ? [] : an.argv([staticArg(bin), ...inv.args.slice(at + 1)], inv.source, inv.pipedInput);
-  return [finding("contain", "network", `npx ${pkg} may download and run a package`), ...as];
+  return [finding("network", `npx ${pkg} may download and run a package`), ...as];
 };
 
 /** xargs appends words from standard input; from `echo ... |` they are known, otherwise not. */
@@ -540,7 +534,7 @@ export function xargs(fed: readonly Arg[] | undefined): Handler {
     let replace: string | undefined;
     for (; i < inv.args.length; i++) {
       const v = inv.args[i]!.value;
-      if (v === null) return [finding("review", "dynamic-command", "xargs with an option only known at run time")];
+      if (v === null) return [finding("dynamic-command", "xargs with an option only known at run time")];
       if (v === "--") {
         i++;
         break;
@@ -580,7 +574,7 @@ function remoteFileName(url: string): string {
 
 /** curl, wget and friends: network, plus the files they write and upload. */
 export const transfer: Handler = (inv, an) => {
-  const out: Finding[] = [finding("contain", "network", `${inv.name} uses the network`)];
+  const out: Finding[] = [finding("network", `${inv.name} uses the network`)];
   an.state.network ??= inv.name;
   const outputs =
     inv.name === "wget"
@@ -602,7 +596,7 @@ export const transfer: Handler = (inv, an) => {
   // curl -O, and wget without -O, save under the URL's own file name.
   const remoteName = inv.name === "curl" ? hasFlag(inv.args, "O", ["--remote-name", "--remote-name-all"]) : outputs.length === 0;
   if (remoteName) {
-    out.push(finding("workspace-write", "workspace-write", `${inv.name} saves into the current directory`));
+    out.push(finding("workspace-write", `${inv.name} saves into the current directory`));
     for (const a of inv.args) if (a.value !== null && /^(https?|ftp):\/\//.test(a.value)) markDownloaded(an.state, remoteFileName(a.value));
   }
   const uploads =
@@ -630,7 +624,7 @@ export const transfer: Handler = (inv, an) => {
     }
     const r = u.value === null ? undefined : judgeRead(an.env, an.state, u, false);
     if (r) out.push(r);
-    if (u.value !== null && isSecretishFile(u.value)) out.push(finding("review", "secret-egress", `${inv.name} uploads ${u.value}`));
+    if (u.value !== null && isSecretishFile(u.value)) out.push(finding("secret-egress", `${inv.name} uploads ${u.value}`));
   }
   return out;
 };
@@ -640,7 +634,7 @@ const REQUEST_ITEM_FILE = /^(?:[^=:@]*:?=)?@(.+)$|^[^=:@/]+@(.+)$/;
 
 const httpie: Handler = (inv, an) => {
   an.state.network ??= inv.name;
-  const out: Finding[] = [finding("contain", "network", `${inv.name} uses the network`)];
+  const out: Finding[] = [finding("network", `${inv.name} uses the network`)];
   for (const a of inv.args) {
     const m = a.value === null ? null : REQUEST_ITEM_FILE.exec(a.value);
     const file = m?.[1] ?? m?.[2];
@@ -648,7 +642,7 @@ const httpie: Handler = (inv, an) => {
     const upload = staticArg(file);
     const r = judgeRead(an.env, an.state, upload, false);
     if (r) out.push(r);
-    if (isSecretishFile(file)) out.push(finding("review", "secret-egress", `${inv.name} uploads ${file}`));
+    if (isSecretishFile(file)) out.push(finding("secret-egress", `${inv.name} uploads ${file}`));
   }
   return out;
 };
@@ -658,7 +652,7 @@ const rsync: Handler = (inv, an) => {
   if (ops.some((a) => a.value === null || /^[^/]*:/.test(a.value))) {
     an.state.network ??= "rsync";
     return [
-      finding("contain", "network", "rsync copies to or from a remote host"),
+      finding("network", "rsync copies to or from a remote host"),
       ...ops.slice(0, -1).flatMap((a) => [judgeRead(an.env, an.state, a, true)].filter((f) => f !== undefined)),
     ];
   }
@@ -668,10 +662,9 @@ const rsync: Handler = (inv, an) => {
 /** nc and friends: network; with -e/-c they hand a program's input and output to the other end. */
 const netcat: Handler = (inv, an) => {
   an.state.network ??= inv.name;
-  if (hasFlag(inv.args, "ec", ["--exec", "--sh-exec", "--lua-exec"]))
-    return [finding("review", "remote-code", `${inv.name} -e gives the other end a program to drive`)];
+  if (hasFlag(inv.args, "ec", ["--exec", "--sh-exec", "--lua-exec"])) return [finding("remote-code", `${inv.name} -e gives the other end a program to drive`)];
   return [
-    finding("contain", "network", `${inv.name} opens network connections`),
+    finding("network", `${inv.name} opens network connections`),
     ...operands(inv.args, ["-p", "-s", "-w", "-i", "-q", "-x", "-X"]).flatMap((a) => [judgeRead(an.env, an.state, a, false)].filter((f) => f !== undefined)),
   ];
 };
@@ -679,10 +672,10 @@ const netcat: Handler = (inv, an) => {
 /** socat addresses: EXEC/SYSTEM run programs for the peer, FILE/OPEN read or write local files. */
 const socat: Handler = (inv, an) => {
   an.state.network ??= inv.name;
-  const out: Finding[] = [finding("contain", "network", "socat relays data between addresses")];
+  const out: Finding[] = [finding("network", "socat relays data between addresses")];
   for (const a of inv.args) {
-    if (a.value === null) return [...out, finding("review", "dynamic-command", "socat with an address only known at run time")];
-    if (/^(exec|system)[:,]/i.test(a.value)) out.push(finding("review", "remote-code", "socat runs a program for the other end"));
+    if (a.value === null) return [...out, finding("dynamic-command", "socat with an address only known at run time")];
+    if (/^(exec|system)[:,]/i.test(a.value)) out.push(finding("remote-code", "socat runs a program for the other end"));
     const file = /^(?:file|open|gopen|create|pipe):([^,]+)/i.exec(a.value)?.[1];
     if (file) {
       const r = judgeRead(an.env, an.state, staticArg(file), false);
@@ -697,16 +690,16 @@ const socat: Handler = (inv, an) => {
 const make: Handler = (inv, an) => {
   const dirs = optionValues(inv.args, ["-C", "-f"], ["--directory", "--file", "--makefile"]);
   const fetched = dirs.find((d) => isDownloaded(an.state, d.value));
-  if (fetched) return [finding("review", "remote-code", `${inv.name} runs the build of ${fetched.value}, downloaded by this command`)];
+  if (fetched) return [finding("remote-code", `${inv.name} runs the build of ${fetched.value}, downloaded by this command`)];
   // Only the workspace's own build is the project's declared entry point; another one is code the gate never saw.
   const ws = an.env.places.workspace;
   const foreign = dirs.find((d) => d.value === null || (locate(an.state, d.value) ?? [undefined]).some((p) => p === undefined || !isWithin(ws, p.real)));
-  if (foreign) return [finding("contain", "inline-code", `${inv.name} runs the build in ${foreign.value ?? foreign.text}, outside the workspace`)];
+  if (foreign) return [finding("inline-code", `${inv.name} runs the build in ${foreign.value ?? foreign.text}, outside the workspace`)];
   const targets = operands(inv.args, ["-C", "-f", "-j", "-l", "-o", "-W", "--directory", "--file", "--jobs"]).filter((a) => !a.value?.includes("="));
-  if (targets.some((t) => t.value === null)) return [finding("contain", "inline-code", `${inv.name} with a target only known at run time`)];
+  if (targets.some((t) => t.value === null)) return [finding("inline-code", `${inv.name} with a target only known at run time`)];
   const outward = targets.find((t) => SERVING_SCRIPTS.makeTargets.has(t.value!));
-  if (outward) return [finding("contain", "network", `${inv.name} ${outward.value} by convention serves, deploys or installs`)];
-  return [finding("build", "build-test", `${inv.name} builds the project`)];
+  if (outward) return [finding("network", `${inv.name} ${outward.value} by convention serves, deploys or installs`)];
+  return [finding("build-test", `${inv.name} builds the project`)];
 };
 
 /** hyperfine: each operand, and each --prepare/--setup/--cleanup/--conclude value, is a shell command it runs. */
@@ -743,11 +736,11 @@ const hyperfine: Handler = (inv, an) => {
     "--ignore-failure",
     "--input",
   ];
-  const out: Finding[] = [finding("build", "build-test", `${inv.name} times commands`)];
+  const out: Finding[] = [finding("build-test", `${inv.name} times commands`)];
   const scripts: Arg[] = [...optionValues(inv.args, ["-p", "-s", "-c"], ["--prepare", "--setup", "--cleanup", "--conclude", "--reference"])];
   for (const v of optionValues(inv.args, ["-S"], ["--shell"]))
     if (v.value !== "none" && v.value !== "sh" && v.value !== "bash")
-      out.push(finding("contain", "inline-code", `${inv.name} runs its commands with the shell ${v.value ?? v.text}`));
+      out.push(finding("inline-code", `${inv.name} runs its commands with the shell ${v.value ?? v.text}`));
   scripts.push(
     ...operands(
       inv.args,
@@ -755,9 +748,7 @@ const hyperfine: Handler = (inv, an) => {
     ),
   );
   for (const s of scripts)
-    out.push(
-      ...(s.value === null ? [finding("review", "dynamic-command", `${inv.name} runs a command only known at run time`)] : an.script(s.value, inv.name)),
-    );
+    out.push(...(s.value === null ? [finding("dynamic-command", `${inv.name} runs a command only known at run time`)] : an.script(s.value, inv.name)));
   return out;
 };
 
@@ -768,27 +759,24 @@ const ownJob = (a: Arg) => (a.value !== null ? a.value.startsWith("%") : OWN_JOB
 const kill: Handler = (inv) => {
   const ops = operands(inv.args, ["-s", "-n", "--signal"]);
   if (inv.args.some((a) => a.value === "-l" || a.value === "-L") || (ops.length > 0 && ops.every(ownJob)))
-    return [finding("read", "read-only", `${inv.name} lists signals or signals the shell's own jobs`)];
-  return [finding("review", "foreign-process", `${inv.name} signals processes that may not belong to this project`)];
+    return [finding("read-only", `${inv.name} lists signals or signals the shell's own jobs`)];
+  return [finding("foreign-process", `${inv.name} signals processes that may not belong to this project`)];
 };
 
 const source: Handler = (inv, an) => {
   const file = inv.args[0];
   if (file?.value && STDIN_FILES.has(file.value)) return shell({ ...inv, args: [] }, an);
-  if (!file || file.value === null) return [finding("review", "remote-code", `${inv.name} runs a script only known at run time`)];
-  if (runsDownloaded(an, file)) return [finding("review", "remote-code", `${inv.name} runs ${file.value}, downloaded by this command`)];
+  if (!file || file.value === null) return [finding("remote-code", `${inv.name} runs a script only known at run time`)];
+  if (runsDownloaded(an, file)) return [finding("remote-code", `${inv.name} runs ${file.value}, downloaded by this command`)];
   for (const p of locate(an.state, file.value) ?? []) if (isSecretishFile(p.real)) an.state.secretSource ??= file.value;
-  return [
-    finding("contain", "inline-code", `${inv.name} runs ${file.value} in the shell`),
-    ...[judgeRead(an.env, an.state, file, false)].filter((f) => f !== undefined),
-  ];
+  return [finding("inline-code", `${inv.name} runs ${file.value} in the shell`), ...[judgeRead(an.env, an.state, file, false)].filter((f) => f !== undefined)];
 };
 
 const trap: Handler = (inv, an) => {
   const action = inv.args[0];
   if (!action || inv.args.length < 2 || action.value === "-" || action.value === "" || action.value?.startsWith("-"))
-    return [finding("read", "read-only", "trap lists or resets handlers")];
-  if (action.value === null) return [finding("review", "dynamic-command", "trap installs a handler only known at run time")];
+    return [finding("read-only", "trap lists or resets handlers")];
+  if (action.value === null) return [finding("dynamic-command", "trap installs a handler only known at run time")];
   return an.script(action.value, "trap handler");
 };
 
@@ -801,22 +789,22 @@ const EX_RUNS_CODE =
 /** emacs: Lisp given with --eval, --load, --funcall or --script can do anything; the gate does not read Lisp. */
 const emacs: Handler = (inv) => {
   const code = inv.args.find((a) => a.value === null || /^(--?eval|--?load|-l|--?funcall|-f|--?script|-batch-byte-compile|--?execute|-x)(=|$)/.test(a.value));
-  if (code) return [finding("review", "inline-code", `${inv.name} runs Lisp code (${code.value ?? code.text})`)];
-  return [finding("contain", "inline-code", `${inv.name} is an editor that can run commands`)];
+  if (code) return [finding("dynamic-command", `${inv.name} runs Lisp code (${code.value ?? code.text})`)];
+  return [finding("inline-code", `${inv.name} is an editor that can run commands`)];
 };
 
 /** vim, nvim, ex: commands given with -c, --cmd or +CMD run before anything is edited. */
 const editor: Handler = (inv, an) => {
-  const out: Finding[] = [finding("contain", "inline-code", `${inv.name} is an editor that can run commands`)];
+  const out: Finding[] = [finding("inline-code", `${inv.name} is an editor that can run commands`)];
   const commands = [
     ...optionValues(inv.args, [], ["-c", "--cmd"]),
     ...inv.args.filter((a) => a.value?.startsWith("+")).map((a) => staticArg(a.value!.slice(1))),
   ];
   for (const c of commands) {
-    if (c.value === null) return [...out, finding("review", "dynamic-command", `${inv.name} runs an editor command only known at run time`)];
+    if (c.value === null) return [...out, finding("dynamic-command", `${inv.name} runs an editor command only known at run time`)];
     const shell = EX_SHELL.exec(c.value);
     if (shell) out.push(...an.script(shell[1]!, `${inv.name} :!`));
-    else if (EX_RUNS_CODE.test(c.value)) out.push(finding("review", "dynamic-command", `${inv.name} command ${c.value} runs other code`));
+    else if (EX_RUNS_CODE.test(c.value)) out.push(finding("dynamic-command", `${inv.name} command ${c.value} runs other code`));
   }
   return out;
 };
@@ -847,7 +835,7 @@ export function commandOptionFindings(inv: Invocation, an: Analyzer): Finding[] 
   }
   return lines.flatMap((line) =>
     line === null
-      ? [finding("review", "dynamic-command", `${inv.name} runs a command given in an option only known at run time`)]
+      ? [finding("dynamic-command", `${inv.name} runs a command given in an option only known at run time`)]
       : an.script(line, `${inv.name} option command`),
   );
 }
@@ -871,18 +859,18 @@ const kubectl: Handler = (inv, an) => {
   ]);
   const verb = words.findIndex((w) => w.value === "get" || w.value === "edit");
   const secret = verb >= 0 && words.slice(verb + 1).some((w) => w.value === null || w.value.split(",").some((r) => CLUSTER_SECRET_RESOURCE.test(r)));
-  if (secret) return [finding("review", "identity-secret", `${inv.name} ${words[verb]!.value} may print the cluster's secrets`)];
+  if (secret) return [finding("identity-secret", `${inv.name} ${words[verb]!.value} may print the cluster's secrets`)];
   // `config view` redacts credentials unless asked for them raw (or flattened with their data).
   const configView = words[0]?.value === "config" && words[1]?.value === "view";
   if (configView && hasFlag(inv.args, "", ["--raw", "--flatten"]))
-    return [finding("review", "identity-secret", `${inv.name} config view prints the kubeconfig's credentials`)];
-  return [finding("contain", "network", `${inv.name} reaches outside the workspace (network, other programs or machines)`)];
+    return [finding("identity-secret", `${inv.name} config view prints the kubeconfig's credentials`)];
+  return [finding("network", `${inv.name} reaches outside the workspace (network, other programs or machines)`)];
 };
 
 const crontab: Handler = (inv) =>
   inv.args.length === 1 && inv.args[0]!.value === "-l"
-    ? [finding("read", "read-only", "crontab -l lists jobs")]
-    : [finding("review", "persistence", "crontab installs or removes scheduled jobs")];
+    ? [finding("read-only", "crontab -l lists jobs")]
+    : [finding("persistence", "crontab installs or removes scheduled jobs")];
 
 /** This family's code handlers, by the name commands.json gives them; each made for one program. */
 export const EXEC_HANDLERS: Partial<Record<HandlerName, (tool: string) => Handler>> = {

@@ -78,7 +78,7 @@ function destroys(
     for (const t of targets) {
       const crit = criticalTarget(env, an, t);
       if (crit !== undefined && (recursive || t.glob || verb === "shred"))
-        out.push(finding("deny", "hard-deny", `${verb} ${recursive ? "recursively " : ""}wipes ${crit}`));
+        out.push(finding("hard-deny", `${verb} ${recursive ? "recursively " : ""}wipes ${crit}`));
       else out.push(judgeDestroy(env, an, t, verb, recursive, alwaysReview));
     }
     return out;
@@ -95,16 +95,16 @@ interface DestroyHow {
 
 function judgeDestroy(env: ShellEnv, an: Analyzer, t: Arg, verb: string, recursive: boolean, alwaysReview: boolean): Finding {
   if (t.found) return judgeFoundDestroy(env, an, t, verb, alwaysReview);
-  if (t.value === null) return finding("review", "destructive", `${verb} removes ${t.text}, a path only known at run time`);
+  if (t.value === null) return finding("destructive", `${verb} removes ${t.text}, a path only known at run time`);
   const places = t.glob ? expandGlob(an.state, t.value) : locate(an.state, t.value);
-  if (!places) return finding("review", "destructive", `${verb} removes ${t.value} relative to a directory only known at run time`);
+  if (!places) return finding("destructive", `${verb} removes ${t.value} relative to a directory only known at run time`);
   spend(an.state, WRITE_STEPS * places.length, "judging removals");
   const how: DestroyHow = { verb, recursive, alwaysReview, pattern: t.glob ? basename(t.value) : undefined };
   // expandGlob also lists the pattern's directory, standing for matches that do not exist yet.
   const bases = new Set(t.glob ? (locate(an.state, dirname(t.value)) ?? []).map((b) => b.lexical) : []);
   return (
     strictest(places.map((p) => (bases.has(p.lexical) ? matchesInside(env, p, t.value!, how, an) : destroyFinding(env, p, t.value!, how, an)))) ??
-    finding("read", "read-only", `${verb} removes nothing`)
+    finding("read-only", `${verb} removes nothing`)
   );
 }
 
@@ -113,10 +113,10 @@ function matchesInside(env: ShellEnv, dir: Located, shown: string, how: DestroyH
   const ws = env.places.workspace;
   const where = writeFinding(env, dir, shown, `${how.verb} changes`, an.state.facts);
   if (where.cls !== "workspace-write" || !isWithin(ws, dir.real)) return where;
-  if (how.alwaysReview) return finding("review", "destructive", `${how.verb} irrecoverably destroys ${shown}`);
+  if (how.alwaysReview) return finding("destructive", `${how.verb} irrecoverably destroys ${shown}`);
   if (regenerablePath(below(ws, dir.real)) || isRegenerableFile(how.pattern ?? ""))
-    return finding("cleanup", "regenerable-cleanup", `${how.verb} removes ${shown}, regenerable build output`);
-  return finding("review", "destructive", `${how.verb} removes every match of ${shown} in the workspace`);
+    return finding("regenerable-cleanup", `${how.verb} removes ${shown}, regenerable build output`);
+  return finding("destructive", `${how.verb} removes every match of ${shown} in the workspace`);
 }
 
 const UNLINKS = new Set(["rm", "rmdir", "unlink"]);
@@ -128,26 +128,22 @@ function destroyFinding(env: ShellEnv, p: Located, shown: string, how: DestroyHo
   const { verb } = how;
   // A directory that contains the workspace (`..`, the home dir) takes the workspace with it,
   // and the sandbox cannot stop that part: the workspace is writable inside it.
-  if (p.real !== ws && isWithin(p.real, ws)) return finding("review", "destructive", `${verb} removes ${shown}, which contains the whole workspace`);
+  if (p.real !== ws && isWithin(p.real, ws)) return finding("destructive", `${verb} removes ${shown}, which contains the whole workspace`);
   const own = heldSelf(env, p);
   if (own)
-    return finding(
-      "deny",
-      "self-protection",
-      `${verb} removes ${shown}, which holds ${own}, auto mode's own configuration or state or the settings that load it`,
-    );
+    return finding("self-protection", `${verb} removes ${shown}, which holds ${own}, auto mode's own configuration or state or the settings that load it`);
   // Removing a name leaves a file's other hard links and their data alone: only what rewrites the
   // data (truncate, shred) may change a file outside through one, so only it needs the link count.
   const where = writeFinding(env, p, shown, `${verb} changes`, UNLINKS.has(verb) ? ONE_LINK : an.state.facts);
   if (where.cls !== "workspace-write" || !isWithin(ws, p.real)) return where; // protected, outside, or the temporary root (scratch)
-  if (how.alwaysReview) return finding("review", "destructive", `${verb} irrecoverably destroys ${shown}`);
-  if (p.real === ws) return finding("review", "destructive", `${verb} removes ${shown}, the whole workspace`);
+  if (how.alwaysReview) return finding("destructive", `${verb} irrecoverably destroys ${shown}`);
+  if (p.real === ws) return finding("destructive", `${verb} removes ${shown}, the whole workspace`);
   if (regenerablePath(below(ws, p.real)) || isRegenerableFile(how.pattern ?? basename(p.real)))
-    return finding("cleanup", "regenerable-cleanup", `${verb} removes ${shown}, regenerable build output`);
-  if (how.pattern !== undefined) return finding("review", "destructive", `${verb} removes every match of ${shown} in the workspace`);
+    return finding("regenerable-cleanup", `${verb} removes ${shown}, regenerable build output`);
+  if (how.pattern !== undefined) return finding("destructive", `${verb} removes every match of ${shown} in the workspace`);
   // `rm -rf file` removes one file: the flag only matters for directories.
-  if (!how.recursive || (p.exists && !isDirectory(p.real, an))) return finding("workspace-write", "workspace-write", `${verb} removes the file ${shown}`);
-  return finding("review", "destructive", `${verb} recursively removes ${shown}, work that cannot be regenerated`);
+  if (!how.recursive || (p.exists && !isDirectory(p.real, an))) return finding("workspace-write", `${verb} removes the file ${shown}`);
+  return finding("destructive", `${verb} recursively removes ${shown}, work that cannot be regenerated`);
 }
 
 /** A static path inside the workspace that names regenerable output only (`build/`, `dist/x.js`, `a.pyc`). */
@@ -178,25 +174,24 @@ function regenerableFile(name: string): boolean {
 /** Removal of what `find` selects below a start point: everything, unless its name is forced. */
 function judgeFoundDestroy(env: ShellEnv, an: Analyzer, t: Arg, verb: string, alwaysReview: boolean): Finding {
   const { base, name } = t.found!;
-  if (base.value === null) return finding("review", "destructive", `${verb} removes what find selects below ${base.text}, a path only known at run time`);
+  if (base.value === null) return finding("destructive", `${verb} removes what find selects below ${base.text}, a path only known at run time`);
   const places = base.glob ? expandGlob(an.state, base.value) : locate(an.state, base.value);
-  if (!places) return finding("review", "destructive", `${verb} removes what find selects below ${base.value}, relative to an unknown directory`);
+  if (!places) return finding("destructive", `${verb} removes what find selects below ${base.value}, relative to an unknown directory`);
   const ws = env.places.workspace;
   const one = (p: Located): Finding => {
     if (name === undefined && (isCritical(env, p.lexical) || isCritical(env, p.real)))
-      return finding("deny", "hard-deny", `${verb} wipes everything below ${base.value}`);
+      return finding("hard-deny", `${verb} wipes everything below ${base.value}`);
     const own = heldSelves(env, p).find((s) => s !== p.real && (name === undefined || globToRegExp(name).test(basename(s))));
-    if (own) return finding("deny", "self-protection", `${verb} may remove ${own}, auto mode's own configuration or state`);
-    if (p.real !== ws && isWithin(p.real, ws))
-      return finding("review", "destructive", `${verb} removes files below ${base.value}, which contains the whole workspace`);
+    if (own) return finding("self-protection", `${verb} may remove ${own}, auto mode's own configuration or state`);
+    if (p.real !== ws && isWithin(p.real, ws)) return finding("destructive", `${verb} removes files below ${base.value}, which contains the whole workspace`);
     const where = writeFinding(env, p, base.value!, `${verb} changes files below`, an.state.facts);
     if (where.cls !== "workspace-write" || !isWithin(ws, p.real)) return where;
-    if (alwaysReview) return finding("review", "destructive", `${verb} irrecoverably destroys files below ${base.value}`);
+    if (alwaysReview) return finding("destructive", `${verb} irrecoverably destroys files below ${base.value}`);
     if ((name !== undefined && isRegenerableFile(name)) || regenerablePath(below(ws, p.real)))
-      return finding("cleanup", "regenerable-cleanup", `${verb} removes ${name ?? "files"} below ${base.value}, regenerable output`);
-    return finding("review", "destructive", `${verb} removes ${name === undefined ? "every file" : `every ${name}`} below ${base.value}`);
+      return finding("regenerable-cleanup", `${verb} removes ${name ?? "files"} below ${base.value}, regenerable output`);
+    return finding("destructive", `${verb} removes ${name === undefined ? "every file" : `every ${name}`} below ${base.value}`);
   };
-  return strictest(places.map(one)) ?? finding("read", "read-only", `${verb} removes nothing`);
+  return strictest(places.map(one)) ?? finding("read-only", `${verb} removes nothing`);
 }
 
 /**
@@ -205,8 +200,7 @@ function judgeFoundDestroy(env: ShellEnv, an: Analyzer, t: Arg, verb: string, al
  */
 export function judgeDirWrite(an: Analyzer, dir: Arg, verb: string): Finding {
   const own = dir.value === null ? undefined : (locate(an.state, dir.value) ?? []).map((p) => heldSelf(an.env, p)).find((o) => o !== undefined);
-  if (own)
-    return finding("deny", "self-protection", `${verb} ${dir.value}, which holds ${own}, auto mode's own configuration or state or the settings that load it`);
+  if (own) return finding("self-protection", `${verb} ${dir.value}, which holds ${own}, auto mode's own configuration or state or the settings that load it`);
   return judgeWrite(an.env, an.state, dir, verb);
 }
 
@@ -240,7 +234,6 @@ function copyLike(verb: string, removesSources: boolean): Handler {
       if (own)
         out.push(
           finding(
-            "deny",
             "self-protection",
             `${verb} replaces ${landing.value}, which holds ${own}, auto mode's own configuration or state or the settings that load it`,
           ),
@@ -253,17 +246,13 @@ function copyLike(verb: string, removesSources: boolean): Handler {
         removesSources && s.value !== null && !s.glob
           ? (locate(an.state, s.value) ?? []).map((p) => heldSelf(an.env, p)).find((o) => o !== undefined)
           : undefined;
-      if (crit) out.push(finding("deny", "hard-deny", `${verb} moves away ${crit}`));
+      if (crit) out.push(finding("hard-deny", `${verb} moves away ${crit}`));
       else if (own)
         out.push(
-          finding(
-            "deny",
-            "self-protection",
-            `${verb} moves away ${s.value}, which holds ${own}, auto mode's own configuration or state or the settings that load it`,
-          ),
+          finding("self-protection", `${verb} moves away ${s.value}, which holds ${own}, auto mode's own configuration or state or the settings that load it`),
         );
       else if (away && isWorkspaceWork(an, s))
-        out.push(finding("review", "destructive", `${verb} moves ${s.value} out of the workspace or into regenerable output, where cleanup may delete it`));
+        out.push(finding("destructive", `${verb} moves ${s.value} out of the workspace or into regenerable output, where cleanup may delete it`));
       else if (removesSources) out.push(judgeWrite(an.env, an.state, s, `${verb} removes`));
       const r = judgeRead(an.env, an.state, s, recursive || removesSources);
       if (r) out.push(r);
@@ -321,7 +310,7 @@ export const rsyncLocal: Handler = (inv, an) => {
   if (located?.every((p) => !p.exists)) return out; // a new destination has nothing to delete
   const crit = criticalTarget(an.env, an, dest);
   // A wipe comes first: it is what the message should name, before what the destination holds.
-  if (crit !== undefined) out.unshift(finding("deny", "hard-deny", `rsync --delete empties ${crit}`));
+  if (crit !== undefined) out.unshift(finding("hard-deny", `rsync --delete empties ${crit}`));
   else out.push(judgeDestroy(an.env, an, dest, "rsync --delete", true, false));
   return out;
 };
@@ -341,15 +330,14 @@ const ln: Handler = (inv, an) => {
   const link = explicit[0] ?? (ops.length >= 2 ? ops[ops.length - 1] : undefined);
   const out: Finding[] = [];
   if (link) out.push(judgeWrite(an.env, an.state, link, "ln creates"));
-  else out.push(finding("workspace-write", "workspace-write", "ln creates a link in the current directory"));
+  else out.push(finding("workspace-write", "ln creates a link in the current directory"));
   const sources = explicit.length > 0 ? ops : ops.length >= 2 ? ops.slice(0, -1) : ops;
   rememberLinks(an, sources, link, symbolic, hasFlag(inv.args, "nT", ["--no-dereference", "--no-target-directory"]));
   if (!symbolic) {
     // A hard link to a file outside the roots lets a later in-workspace write change that file.
     for (const src of explicit.length > 0 ? ops : ops.slice(0, -1)) {
       const w = judgeWrite(an.env, an.state, src, "ln hard-links");
-      if (w.cls !== "workspace-write")
-        out.push(finding("contain", "outside-writable-roots", `ln hard-links ${src.text}, which lies outside the writable roots`));
+      if (w.cls !== "workspace-write") out.push(finding("outside-writable-roots", `ln hard-links ${src.text}, which lies outside the writable roots`));
     }
   }
   return out;
@@ -392,15 +380,15 @@ const chmodLike =
     const spec = optionValues(inv.args, [], ["--reference"]).length > 0 ? undefined : ops.shift();
     const out: Finding[] = [];
     if (verb === "chmod" && spec?.value && /(^|[,ugoa]*)[+=][rwxXt]*s|^[0-7]?[4-7][0-7]{3}$/.test(spec.value))
-      out.push(finding("review", "privilege", `chmod sets a setuid or setgid bit (${spec.value})`));
+      out.push(finding("privilege", `chmod sets a setuid or setgid bit (${spec.value})`));
     for (const t of ops) {
       const crit = criticalTarget(an.env, an, t);
-      if (crit && recursive) out.push(finding("deny", "hard-deny", `${verb} -R changes the whole of ${crit}`));
+      if (crit && recursive) out.push(finding("hard-deny", `${verb} -R changes the whole of ${crit}`));
       else if (recursive && holdsWorkspace(an, t))
-        out.push(finding("review", "protected-path", `${verb} -R changes ${t.value} and everything below, the workspace's .git and protected files included`));
+        out.push(finding("protected-path", `${verb} -R changes ${t.value} and everything below, the workspace's .git and protected files included`));
       else out.push(judgeWrite(an.env, an.state, t, `${verb} changes`));
       if (verb === "chmod" && spec?.value && /x/.test(spec.value) && t.value) {
-        if (isDownloaded(an.state, t.value)) out.push(finding("review", "remote-code", `chmod makes the downloaded ${t.value} executable`));
+        if (isDownloaded(an.state, t.value)) out.push(finding("remote-code", `chmod makes the downloaded ${t.value} executable`));
       }
     }
     return out;
@@ -411,7 +399,7 @@ const dd: Handler = (inv, an) => {
   for (const a of inv.args) {
     const v = a.value;
     if (v === null) {
-      out.push(finding("contain", "outside-writable-roots", `dd with an operand only known at run time (${a.text})`));
+      out.push(finding("outside-writable-roots", `dd with an operand only known at run time (${a.text})`));
     } else if (v.startsWith("of=")) {
       out.push(judgeWrite(an.env, an.state, { ...a, value: v.slice(3) }, "dd writes"));
     } else if (v.startsWith("if=")) {
@@ -430,9 +418,9 @@ const sed: Handler = (inv, an) => {
   if (scripts.length === 0 && ops.length > 0) scripts.push(ops.shift()!);
   const out: Finding[] = [];
   for (const s of scripts) {
-    if (s.value === null) out.push(finding("contain", "inline-code", "sed runs a script only known at run time"));
+    if (s.value === null) out.push(finding("inline-code", "sed runs a script only known at run time"));
     else if (/(^|[;\n{}])\s*[ewW]\b|\/[gpIiMm0-9]*[ew][gpIiMm0-9]*\s*($|[;}\n])/.test(s.value) || SED_E_COMMAND.test(s.value) || SED_WRITE.test(s.value))
-      out.push(finding("contain", "inline-code", "sed script runs commands or writes files (e/w)"));
+      out.push(finding("inline-code", "sed script runs commands or writes files (e/w)"));
     if (s.value !== null) out.push(...sedCommandFindings(s.value, an));
   }
   for (const f of ops) {
@@ -466,7 +454,7 @@ function awkSkeleton(program: string): { code: string; strings: string[] } {
  */
 function awkCommandFindings(program: string, an: Analyzer): Finding[] {
   const { code, strings } = awkSkeleton(program);
-  if (AWK_BUILT_COMMAND.test(code)) return [finding("review", "dynamic-command", "awk program runs a command built at run time")];
+  if (AWK_BUILT_COMMAND.test(code)) return [finding("dynamic-command", "awk program runs a command built at run time")];
   const out: Finding[] = [];
   for (const m of code.matchAll(AWK_CONSTANT_COMMAND)) {
     const cmd = strings[Number(m[1] ?? m[2] ?? m[3])]!;
@@ -492,11 +480,11 @@ const SED_WRITE = new RegExp(String.raw`${SED_COMMAND_START}[wW][ \t]+([^\n]+)`)
 function sedCommandFindings(script: string, an: Analyzer): Finding[] {
   const out: Finding[] = [];
   for (const m of script.matchAll(new RegExp(SED_SUBSTITUTE, "g"))) {
-    if (m[2]!.includes("e")) return [finding("review", "dynamic-command", "sed executes the text it edits as a command (s///e)")];
+    if (m[2]!.includes("e")) return [finding("dynamic-command", "sed executes the text it edits as a command (s///e)")];
     if (m[3] !== undefined) out.push(judgeWrite(an.env, an.state, staticArg(m[3]), "sed writes"));
   }
   for (const m of script.matchAll(new RegExp(SED_E_COMMAND, "g"))) {
-    if (m[1] === undefined || m[1].trim() === "") return [finding("review", "dynamic-command", "sed executes the text it edits as a command (e)")];
+    if (m[1] === undefined || m[1].trim() === "") return [finding("dynamic-command", "sed executes the text it edits as a command (e)")];
     out.push(...an.script(m[1], "sed e command"));
   }
   for (const m of script.matchAll(new RegExp(SED_WRITE, "g"))) out.push(judgeWrite(an.env, an.state, staticArg(m[1]!), "sed writes"));
@@ -508,9 +496,9 @@ const awk: Handler = (inv, an) => {
   const hasProgramFile = optionValues(inv.args, ["-f"], ["--file"]).length > 0;
   const ops = operands(inv.args, ["-f", "-v", "-F", "--file", "--assign", "--field-separator", "-i", "--include"]);
   const program = hasProgramFile ? undefined : ops.shift();
-  if (hasProgramFile) out.push(finding("contain", "inline-code", "awk runs a program file"));
+  if (hasProgramFile) out.push(finding("inline-code", "awk runs a program file"));
   if (program && (program.value === null || /system\s*\(|\|\s*(getline|")|>\s*"|print[^;]*>|\bfflush\b.*\|/.test(program.value)))
-    out.push(finding("contain", "inline-code", "awk program runs commands or writes files"));
+    out.push(finding("inline-code", "awk program runs commands or writes files"));
   if (program?.value) out.push(...awkCommandFindings(program.value, an));
   const inPlace = optionValues(inv.args, ["-i"], ["--include"]).some((a) => a.value === "inplace");
   for (const f of ops) {

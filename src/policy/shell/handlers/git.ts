@@ -61,8 +61,8 @@ const GLOBAL_VALUE_OPTIONS = new Set(["-C", "-c", "--git-dir", "--work-tree", "-
 
 function configKeyFinding(key: string, scope: string): Finding {
   return GIT_SAFE_CONFIG_KEYS.has(key.toLowerCase())
-    ? finding("git-local", "git-local", `git sets ${key}${scope}`)
-    : finding("review", "git-config", `git sets ${key}${scope}, a setting that can run code or change where data goes`);
+    ? finding("git-local", `git sets ${key}${scope}`)
+    : finding("git-config", `git sets ${key}${scope}, a setting that can run code or change where data goes`);
 }
 
 /** Branch names a push refspec would update on the remote. */
@@ -79,24 +79,24 @@ function push(args: readonly Arg[], an: Analyzer): Finding {
     hasFlag(args, "f", ["--force", "--force-with-lease", "--force-if-includes", "--mirror"]) || args.some((a) => a.value?.startsWith("--force-with-lease"));
   const plusRefs = refspecs.filter((r) => r.value?.startsWith("+"));
   if (refspecs.some((r) => r.value === null) && (forceFlag || plusRefs.length > 0))
-    return finding("review", "force-push", "git force-pushes a ref only known at run time");
+    return finding("force-push", "git force-pushes a ref only known at run time");
   const forced = forceFlag ? refspecs : plusRefs;
   const targets = forced.flatMap((r) => pushedBranches(r.value ?? ""));
   if ((forceFlag || plusRefs.length > 0) && refspecs.length === 0 && an.env.currentBranch) targets.push(an.env.currentBranch);
   const hit = targets.find(
     (b) => PROTECTED_BRANCHES.has(b) || (b === "HEAD" && an.env.currentBranch !== undefined && PROTECTED_BRANCHES.has(an.env.currentBranch)),
   );
-  if (hit) return finding("deny", "hard-deny", `git force-pushes to the protected branch ${hit === "HEAD" ? an.env.currentBranch : hit}`);
-  if (forceFlag || plusRefs.length > 0) return finding("review", "force-push", "git force-push rewrites shared history");
+  if (hit) return finding("hard-deny", `git force-pushes to the protected branch ${hit === "HEAD" ? an.env.currentBranch : hit}`);
+  if (forceFlag || plusRefs.length > 0) return finding("force-push", "git force-push rewrites shared history");
   const deleting = hasFlag(args, "d", ["--delete"]);
   if (deleting || hasFlag(args, "", ["--prune"]) || refspecs.some((r) => r.value?.startsWith(":"))) {
     // Deleting a protected branch on the remote loses it as surely as force-pushing over it.
     const deleted = refspecs.flatMap((r) => (r.value === null ? [] : deleting ? [r.value] : r.value.startsWith(":") ? pushedBranches(r.value) : []));
     const gone = deleted.find((b) => PROTECTED_BRANCHES.has(b));
-    if (gone) return finding("deny", "hard-deny", `git push deletes the protected branch ${gone} on the remote`);
-    return finding("review", "destructive", "git push deletes remote refs");
+    if (gone) return finding("hard-deny", `git push deletes the protected branch ${gone} on the remote`);
+    return finding("destructive", "git push deletes remote refs");
   }
-  return finding("contain", "network", "git push sends commits to a remote");
+  return finding("network", "git push sends commits to a remote");
 }
 
 function config(args: readonly Arg[]): Finding {
@@ -110,27 +110,25 @@ function config(args: readonly Arg[]): Finding {
   const ops = operands(args, ["--file", "-f", "--blob", "--type", "--default", "--comment"]).filter(
     (a) => !["get", "set", "unset", "list"].includes(a.value ?? ""),
   );
-  if (reading || ops.length === 1) return finding("read", "read-only", "git reads its configuration");
-  if (scope)
-    return finding("review", "git-config", `git changes ${scope === "--global" || scope === "--system" ? "the user's global" : "another"} configuration`);
+  if (reading || ops.length === 1) return finding("read-only", "git reads its configuration");
+  if (scope) return finding("git-config", `git changes ${scope === "--global" || scope === "--system" ? "the user's global" : "another"} configuration`);
   const key = ops[0];
-  if (!key || key.value === null) return finding("review", "git-config", "git changes a configuration key only known at run time");
+  if (!key || key.value === null) return finding("git-config", "git changes a configuration key only known at run time");
   return configKeyFinding(key.value, "");
 }
 
 function checkout(args: readonly Arg[], an: Analyzer): Finding {
   const dd = args.findIndex((a) => a.value === "--");
-  if (dd >= 0 && dd < args.length - 1) return finding("review", "destructive", "git checkout -- <paths> discards uncommitted changes");
+  if (dd >= 0 && dd < args.length - 1) return finding("destructive", "git checkout -- <paths> discards uncommitted changes");
   if (hasFlag(args, "f", ["--force", "--theirs", "--ours", "--patch"]) || args.some((a) => a.value === "."))
-    return finding("review", "destructive", "git checkout overwrites uncommitted changes");
-  if (hasFlag(args, "bB", ["--orphan", "--detach"])) return finding("git-local", "git-local", "git checkout switches branches");
+    return finding("destructive", "git checkout overwrites uncommitted changes");
+  if (hasFlag(args, "bB", ["--orphan", "--detach"])) return finding("git-local", "git checkout switches branches");
   // `git checkout <path>` discards changes to that path; a name that exists as a file is a path.
   for (const a of operands(args, ["-b", "-B", "--orphan", "--conflict"])) {
-    if (a.value === null) return finding("review", "destructive", "git checkout of a target only known at run time");
-    if ((locate(an.state, a.value) ?? []).some((p) => p.exists))
-      return finding("review", "destructive", `git checkout ${a.value} discards changes to that path`);
+    if (a.value === null) return finding("destructive", "git checkout of a target only known at run time");
+    if ((locate(an.state, a.value) ?? []).some((p) => p.exists)) return finding("destructive", `git checkout ${a.value} discards changes to that path`);
   }
-  return finding("git-local", "git-local", "git checkout switches branches");
+  return finding("git-local", "git checkout switches branches");
 }
 
 const INIT_VALUE_OPTIONS = ["--template", "--separate-git-dir", "-b", "--initial-branch", "--object-format", "--ref-format"];
@@ -162,78 +160,78 @@ function subcommand(sub: string, args: readonly Arg[], an: Analyzer, inv: Invoca
       return [checkout(args, an)];
     case "restore":
       return has("W", ["--worktree"]) || !has("S", ["--staged"])
-        ? [finding("review", "destructive", "git restore discards uncommitted changes")]
-        : [finding("git-local", "git-local", "git restore --staged unstages files")];
+        ? [finding("destructive", "git restore discards uncommitted changes")]
+        : [finding("git-local", "git restore --staged unstages files")];
     case "reset":
       return has("", ["--hard", "--merge", "--keep"])
-        ? [finding("review", "destructive", "git reset --hard discards commits and uncommitted work")]
-        : [finding("git-local", "git-local", "git reset moves the branch, keeping the work tree")];
+        ? [finding("destructive", "git reset --hard discards commits and uncommitted work")]
+        : [finding("git-local", "git reset moves the branch, keeping the work tree")];
     case "clean": {
-      if (has("n", ["--dry-run"])) return [finding("read", "read-only", "git clean --dry-run lists files")];
+      if (has("n", ["--dry-run"])) return [finding("read-only", "git clean --dry-run lists files")];
       const paths = operands(args, ["-e", "--exclude"]);
       // Limited to regenerable output, git clean is cleanup; anywhere else it deletes untracked work.
       if (paths.length > 0 && paths.every((p) => isRegenerableTarget(an.env, an, p)))
-        return [finding("cleanup", "regenerable-cleanup", "git clean deletes untracked files in regenerable output")];
-      return [finding("review", "destructive", "git clean deletes untracked (and ignored) work")];
+        return [finding("regenerable-cleanup", "git clean deletes untracked files in regenerable output")];
+      return [finding("destructive", "git clean deletes untracked (and ignored) work")];
     }
     case "stash":
-      if (first === "drop" || first === "clear") return [finding("review", "destructive", `git stash ${first} deletes stashed work`)];
-      if (first === "list" || first === "show") return [finding("read", "read-only", "git lists stashes")];
-      return [finding("git-local", "git-local", "git stash keeps work recoverable")];
+      if (first === "drop" || first === "clear") return [finding("destructive", `git stash ${first} deletes stashed work`)];
+      if (first === "list" || first === "show") return [finding("read-only", "git lists stashes")];
+      return [finding("git-local", "git stash keeps work recoverable")];
     case "branch":
       if (has("D", []) || (has("d", ["--delete"]) && has("f", ["--force"])))
-        return [finding("review", "destructive", "git branch -D deletes a branch that may hold unmerged work")];
+        return [finding("destructive", "git branch -D deletes a branch that may hold unmerged work")];
       if (
         args.length === 0 ||
         (has("alrv", ["--list", "--all", "--remotes", "--show-current", "--contains", "--merged", "--no-merged", "--verbose"]) &&
           !has("mcdMC", ["--move", "--copy", "--delete", "--set-upstream-to", "--unset-upstream"]))
       )
-        return [finding("read", "read-only", "git lists branches")];
-      return [finding("git-local", "git-local", "git changes a local branch")];
+        return [finding("read-only", "git lists branches")];
+      return [finding("git-local", "git changes a local branch")];
     case "tag":
       return args.length === 0 || has("ln", ["--list", "--contains", "--points-at", "--merged"])
-        ? [finding("read", "read-only", "git lists tags")]
-        : [finding("git-local", "git-local", "git changes a local tag")];
+        ? [finding("read-only", "git lists tags")]
+        : [finding("git-local", "git changes a local tag")];
     case "remote":
-      if (args.length === 0 || ["-v", "--verbose", "show", "get-url"].includes(first ?? "")) return [finding("read", "read-only", "git lists remotes")];
-      if (first === "update" || first === "prune") return [finding("contain", "network", `git remote ${first} contacts remotes`)];
-      return [finding("git-local", "git-local", "git changes the remote list")];
+      if (args.length === 0 || ["-v", "--verbose", "show", "get-url"].includes(first ?? "")) return [finding("read-only", "git lists remotes")];
+      if (first === "update" || first === "prune") return [finding("network", `git remote ${first} contacts remotes`)];
+      return [finding("git-local", "git changes the remote list")];
     case "reflog":
       return first === "expire" || first === "delete"
-        ? [finding("review", "destructive", "git reflog expire drops the history that recovers lost work")]
-        : [finding("read", "read-only", "git reads the reflog")];
+        ? [finding("destructive", "git reflog expire drops the history that recovers lost work")]
+        : [finding("read-only", "git reads the reflog")];
     case "gc":
       return args.some((a) => /^--prune=(now|all)/.test(a.value ?? ""))
-        ? [finding("review", "destructive", "git gc --prune=now deletes unreachable objects immediately")]
-        : [finding("git-local", "git-local", "git packs its objects")];
+        ? [finding("destructive", "git gc --prune=now deletes unreachable objects immediately")]
+        : [finding("git-local", "git packs its objects")];
     case "maintenance":
       // start and register schedule git runs through cron, launchd or systemd timers.
       return first === "start" || first === "register"
-        ? [finding("review", "persistence", `git maintenance ${first} schedules recurring git runs`)]
-        : [finding("git-local", "git-local", "git maintains its repository")];
+        ? [finding("persistence", `git maintenance ${first} schedules recurring git runs`)]
+        : [finding("git-local", "git maintains its repository")];
     case "worktree":
-      if (first === "list") return [finding("read", "read-only", "git lists worktrees")];
-      if (first === "remove" && has("f", ["--force"])) return [finding("review", "destructive", "git worktree remove --force deletes uncommitted work")];
-      return [finding("git-local", "git-local", "git manages worktrees")];
+      if (first === "list") return [finding("read-only", "git lists worktrees")];
+      if (first === "remove" && has("f", ["--force"])) return [finding("destructive", "git worktree remove --force deletes uncommitted work")];
+      return [finding("git-local", "git manages worktrees")];
     case "submodule":
       if (first === "foreach") {
         const script = args.slice(1).filter((a) => a.value !== "--recursive" && a.value !== "-q" && a.value !== "--quiet");
-        if (script.some((a) => a.value === null)) return [finding("review", "dynamic-command", "git submodule foreach runs a command only known at run time")];
+        if (script.some((a) => a.value === null)) return [finding("dynamic-command", "git submodule foreach runs a command only known at run time")];
         return an.script(script.map((a) => a.value).join(" "), "git submodule foreach");
       }
-      if (first === "status" || first === "summary" || args.length === 0) return [finding("read", "read-only", "git lists submodules")];
-      return [finding("contain", "network", "git submodule fetches other repositories")];
+      if (first === "status" || first === "summary" || args.length === 0) return [finding("read-only", "git lists submodules")];
+      return [finding("network", "git submodule fetches other repositories")];
     case "bisect":
-      if (first === "run") return [finding("git-local", "git-local", "git bisect"), ...an.argv(args.slice(1), inv.source, false)];
-      return [finding("git-local", "git-local", "git bisect")];
+      if (first === "run") return [finding("git-local", "git bisect"), ...an.argv(args.slice(1), inv.source, false)];
+      return [finding("git-local", "git bisect")];
     case "rebase": {
       const execs = args.flatMap((a, i) =>
         a.value === "-x" || a.value === "--exec" ? [args[i + 1]] : a.value?.startsWith("--exec=") ? [staticArg(a.value.slice(7))] : [],
       );
       const nested = execs.flatMap((e) =>
-        e?.value ? an.script(e.value, "git rebase --exec") : [finding("review", "dynamic-command", "git rebase --exec runs a command only known at run time")],
+        e?.value ? an.script(e.value, "git rebase --exec") : [finding("dynamic-command", "git rebase --exec runs a command only known at run time")],
       );
-      return [finding("git-local", "git-local", "git rebase rewrites local history"), ...nested];
+      return [finding("git-local", "git rebase rewrites local history"), ...nested];
     }
     case "clone": {
       // What a clone brings in is remote code: running it later in this command needs review.
@@ -241,7 +239,7 @@ function subcommand(sub: string, args: readonly Arg[], an: Analyzer, inv: Invoca
       const dest = dir?.value ?? (url?.value ? basename(url.value.replace(/\/+$/, "")).replace(/\.git$/, "") : null);
       markDownloaded(an.state, dest);
       const into = dest === null ? [] : [judgeDirWrite(an, dir ?? staticArg(dest), "git clone writes into")];
-      return [finding("contain", "network", "git clone fetches another repository"), ...into];
+      return [finding("network", "git clone fetches another repository"), ...into];
     }
     case "grep": {
       // `git grep -OCMD` opens the matching files with CMD (only attached: `-O x` greps for x).
@@ -249,27 +247,25 @@ function subcommand(sub: string, args: readonly Arg[], an: Analyzer, inv: Invoca
         const m = a.value === null ? null : /^(?:-O|--open-files-in-pager=?)(.*)$/s.exec(a.value);
         return m && m[1] !== "" ? [{ ...a, value: m[1]! }] : [];
       });
-      if (pagers.length === 0) return [finding("read", "read-only", "git grep")];
+      if (pagers.length === 0) return [finding("read-only", "git grep")];
       return pagers.flatMap((p) =>
-        p.value === null ? [finding("review", "dynamic-command", "git grep -O runs a pager only known at run time")] : an.script(p.value, "git grep -O"),
+        p.value === null ? [finding("dynamic-command", "git grep -O runs a pager only known at run time")] : an.script(p.value, "git grep -O"),
       );
     }
     case "archive":
     case "ls-remote":
-      if (sub === "archive" && !args.some((a) => a.value === null || /^--remote(=|$)/.test(a.value))) return [finding("git-local", "git-local", "git archive")];
-      return [finding("contain", "network", `git ${sub} contacts a remote`)];
+      if (sub === "archive" && !args.some((a) => a.value === null || /^--remote(=|$)/.test(a.value))) return [finding("git-local", "git archive")];
+      return [finding("network", `git ${sub} contacts a remote`)];
     case "rm":
       // Without --force git refuses to remove files with uncommitted changes; with it they are lost.
       return has("f", ["--force"]) && !has("", ["--cached"])
-        ? [finding("review", "destructive", "git rm --force discards uncommitted changes of the removed files")]
-        : [finding("git-local", "git-local", "git rm removes tracked files (recoverable from history)")];
+        ? [finding("destructive", "git rm --force discards uncommitted changes of the removed files")]
+        : [finding("git-local", "git rm removes tracked files (recoverable from history)")];
     default: {
       const table = SUBCOMMANDS.get("git")!;
       const cls = table.byName.get(sub) ?? table.fallback;
       const reason = reasonOf("git", cls);
-      return [
-        finding(cls, reason, cls === "contain" && !table.byName.has(sub) ? `git ${sub} is not a known subcommand (an alias may run anything)` : `git ${sub}`),
-      ];
+      return [finding(reason, cls === "contain" && !table.byName.has(sub) ? `git ${sub} is not a known subcommand (an alias may run anything)` : `git ${sub}`)];
     }
   }
 }
@@ -292,13 +288,13 @@ export const git: Handler = (inv, an) => {
   for (; i < inv.args.length; i++) {
     const a = inv.args[i]!;
     const v = a.value;
-    if (v === null) return [finding("review", "dynamic-command", "git with an option or subcommand only known at run time")];
+    if (v === null) return [finding("dynamic-command", "git with an option or subcommand only known at run time")];
     if (!v.startsWith("-")) break;
     const name = v.split("=")[0]!;
     const value = v.includes("=") && name !== "-c" ? staticArg(v.slice(name.length + 1)) : GLOBAL_VALUE_OPTIONS.has(v) ? inv.args[++i] : undefined;
     if (name === "-c") {
       const kv = v === "-c" ? value?.value : v.slice(2);
-      if (kv === null || kv === undefined) return [finding("review", "git-config", "git -c with a setting only known at run time")];
+      if (kv === null || kv === undefined) return [finding("git-config", "git -c with a setting only known at run time")];
       out.push(configKeyFinding(kv.split("=")[0]!, " for one command"));
     } else if (name === "-C" || name === "--git-dir" || name === "--work-tree") {
       const located = value?.value ? locate(an.state, value.value) : null;
@@ -310,12 +306,12 @@ export const git: Handler = (inv, an) => {
         if (w.reason === "self-protection") out.push(w);
       }
     } else if (name === "--exec-path" && value) {
-      out.push(finding("review", "git-config", "git --exec-path runs git helpers from another directory"));
+      out.push(finding("git-config", "git --exec-path runs git helpers from another directory"));
     }
   }
   const sub = inv.args[i]?.value;
-  if (sub === undefined) return [finding("read", "read-only", "git prints its usage"), ...out];
-  if (sub === null) return [finding("review", "dynamic-command", "git subcommand only known at run time")];
+  if (sub === undefined) return [finding("read-only", "git prints its usage"), ...out];
+  if (sub === null) return [finding("dynamic-command", "git subcommand only known at run time")];
   const found = subcommand(sub, inv.args.slice(i + 1), an, inv);
   // Subcommands that rewrite or remove the work tree's files named on the line: auto mode's own
   // files or the settings that load it among them is self-disabling.
@@ -340,12 +336,12 @@ export const git: Handler = (inv, an) => {
   const foreign = elsewhere || outsideCwd || nested;
   for (const f of found) {
     if (f.cls === "read" && foreign)
-      out.push(finding("contain", "sandboxed", `${f.detail}, in a repository whose configuration (fsmonitor, filters, textconv) the gate never inspected`));
-    else if (f.cls === "git-local" && demote) out.push(finding("contain", "sandboxed", `${f.detail}, in a repository or with hooks the gate cannot vouch for`));
+      out.push(finding("sandboxed", `${f.detail}, in a repository whose configuration (fsmonitor, filters, textconv) the gate never inspected`));
+    else if (f.cls === "git-local" && demote) out.push(finding("sandboxed", `${f.detail}, in a repository or with hooks the gate cannot vouch for`));
     else if (f.cls === "git-local" && an.env.gitHooksActive && HOOK_RUNNING.has(sub))
       // Hooks run outside the sandbox with the commit, and often read workspace files the agent
       // may change (lint-staged in package.json, a pre-commit config): a reviewer judges them.
-      out.push(finding("review", "git-hooks", `${f.detail}, which runs this repository's git hooks outside the sandbox`));
+      out.push(finding("git-hooks", `${f.detail}, which runs this repository's git hooks outside the sandbox`));
     else out.push(f);
   }
   return out;
