@@ -13,7 +13,7 @@ import { judge, type JudgeContext, type Judgement } from "./judge.ts";
 import { buildPlaces, type Places } from "./places.ts";
 import { route } from "./route.ts";
 import { repositoryFacts, type RepositoryFacts, type ShellEnv } from "./shell/env.ts";
-import { lstatOrUndefined, settled, StampBook, stampOf, unchanged, type Dependency } from "../request/stamps.ts";
+import { fullStamp, hasStamp, lstatOrUndefined, settled, StampBook, stampOf, unchanged, type Dependency, type Stamp } from "../request/stamps.ts";
 import { decision, type Backend, type Decision } from "./types.ts";
 
 export interface GateSetup {
@@ -36,7 +36,15 @@ export interface GateContext {
 // directories they were resolved through, so a few are kept, each with the stamps of those.
 interface PlacesEntry {
   readonly places: Places;
+  /** Checked at every call; the workspace's `.git` among them unless `dotGit` holds it. */
   readonly deps: readonly Dependency[];
+  /**
+   * The workspace's `.git` when it was a directory or missing: looked up only when the workspace's
+   * entries may have changed (see `holds`).
+   */
+  readonly dotGit: Dependency | undefined;
+  /** A settled full stamp of the workspace, taken before `.git` was last found as `dotGit` says. */
+  workspace: Stamp | undefined;
   /** Every stamp was old enough to tell a later change apart (stamps.ts `settled`). */
   readonly settled: boolean;
   /** The roots the stamps check, for the analysis (ShellEnv.trusted). */
@@ -78,7 +86,12 @@ function homeDirectories(home: string): string[] {
  * Listed locations outside the home (`/etc/ssh`, `/usr/local/bin`) are resolved once: only root
  * can move them, and their spellings stay listed lexically too.
  */
-function placesDependencies(setup: GateSetup, tmpRoot: string, places: Places | undefined, now: number): { deps: Dependency[]; settled: boolean } {
+function placesDependencies(
+  setup: GateSetup,
+  tmpRoot: string,
+  places: Places | undefined,
+  now: number,
+): { deps: Dependency[]; settled: boolean; workspace: Stamp | undefined; dotGitVouched: boolean } {
   const deps: Dependency[] = [];
   let allSettled = true;
   const add = (path: string, follow: boolean, identity: boolean, known?: { st: Stats | undefined }) => {
@@ -87,7 +100,7 @@ function placesDependencies(setup: GateSetup, tmpRoot: string, places: Places | 
     if (!identity && !settled(st, now)) allSettled = false;
     return st;
   };
-  add(resolve(setup.cwd), false, true);
+  const ws = add(resolve(setup.cwd), false, true);
   add(resolve(tmpRoot), false, true);
   const dotGit = join(setup.cwd, ".git");
   const st = lstatOrUndefined(dotGit);
@@ -99,7 +112,40 @@ function placesDependencies(setup: GateSetup, tmpRoot: string, places: Places | 
     if (places.gitDirs[0] && !st?.isDirectory()) add(join(places.gitDirs[0], "commondir"), true, false);
     for (const d of homeDirectories(resolve(setup.home))) add(d, false, false);
   }
-  return { deps, settled: allSettled };
+  // The workspace's full stamp is the stamp of what its entries are (see `holds`).
+  const workspace = ws?.isDirectory() && settled(ws, now) ? fullStamp(ws) : undefined;
+  return { deps, settled: allSettled, workspace, dotGitVouched: st === undefined || st.isDirectory() };
+}
+
+// The order placesDependencies stamps in: the workspace, the temporary root, `.git`, the home directory.
+const DEP_WORKSPACE = 0;
+const DEP_DOT_GIT = 2;
+
+/**
+ * Whether a cached Places value still holds: every dependency has its stamp, the workspace's `.git`
+ * included, except that `.git` needs no look-up of its own while the workspace keeps a full stamp
+ * it had before `.git` was found unchanged. A directory's times move whenever an entry in it is
+ * created, removed or renamed (stamps.ts Absence relies on the same), so while the workspace keeps
+ * that (settled) stamp, `.git` is the entry it was then: the same directory, or still missing. What
+ * may change inside that directory (its entries, its mode) is not what the places were read from
+ * (buildPlaces looks only at whether `.git` is a directory, a file or a symlink; the repository
+ * facts have stamps of their own), and a mount over `.git` keeps it a directory. A `.git` file or
+ * symlink, whose content names the git dir, is looked up at every call as before.
+ */
+function holds(hit: PlacesEntry, book: StampBook): boolean {
+  if (!unchanged(hit.deps, book)) return false;
+  const dotGit = hit.dotGit;
+  if (dotGit === undefined) return true;
+  // Looked up already by `unchanged` (it is deps[0]): no system call of its own.
+  const ws = book.lstat(hit.deps[DEP_WORKSPACE]!.path);
+  if (hit.workspace !== undefined && ws !== undefined && hasStamp(hit.workspace, ws)) return true;
+  // The workspace's entries changed (or no stamp vouched yet): `.git` itself, as for any dependency.
+  const after = book.seen(dotGit.path) === undefined;
+  if (!unchanged([dotGit], book)) return false;
+  // `.git` was just found as it was, after the workspace was looked up: while the workspace keeps
+  // the stamp this call saw, `.git` stays as found. Kept only when that stamp is settled.
+  hit.workspace = after && ws?.isDirectory() && settled(ws, book.now) ? fullStamp(ws) : undefined;
+  return true;
 }
 
 /**
@@ -121,7 +167,7 @@ const S_IFDIR = 0o040000;
 function cachedPlaces(setup: GateSetup, tmpRoot: string, book: StampBook): { places: Places; trusted: ReadonlyMap<string, string> } {
   const key = `${setup.cwd}\0${tmpRoot}\0${setup.home}\0${setup.agentDir}\0${setup.selfPaths.join("\0")}`;
   const hit = placesCache.get(key);
-  if (hit?.settled && unchanged(hit.deps, book)) return { places: hit.places, trusted: hit.trusted };
+  if (hit?.settled && holds(hit, book)) return { places: hit.places, trusted: hit.trusted };
   // Stamped before the places are read: a change while they are read shows at the next call.
   const now = Date.now();
   const before = placesDependencies(setup, tmpRoot, undefined, now);
@@ -135,7 +181,16 @@ function cachedPlaces(setup: GateSetup, tmpRoot: string, book: StampBook): { pla
   const isSettled = before.settled && after.settled && unchanged(before.deps);
   // Trusted only where nothing moved while the places were read.
   const trusted = isSettled ? trustedRoots(places, deps) : new Map<string, string>();
-  placesCache.set(key, { places, deps, settled: isSettled, trusted });
+  // A `.git` directory (or none) is kept apart: the workspace's stamp can vouch for it (see `holds`).
+  const apart = before.dotGitVouched;
+  placesCache.set(key, {
+    places,
+    deps: apart ? deps.filter((_, i) => i !== DEP_DOT_GIT) : deps,
+    dotGit: apart ? deps[DEP_DOT_GIT] : undefined,
+    workspace: apart ? before.workspace : undefined,
+    settled: isSettled,
+    trusted,
+  });
   return { places, trusted };
 }
 
