@@ -122,15 +122,22 @@ export interface ConfigLocation {
 const layered = new Map<string, { readonly user: FileRead<unknown>; readonly project: FileRead<unknown>; readonly result: ConfigResult }>();
 const LAYERED_SIZE = 16;
 
-const locations = new Map<string, { readonly user: string; readonly project: string }>();
+// Per location: the two file paths and the layered result's key, made once (no text is built per call).
+const locations = new Map<string, Map<string, { readonly home: string; readonly user: string; readonly project: string; readonly key: string }>>();
 
 /** `book`: the call's shared look-ups (prepareGate), which let a missing file be known missing without one of its own. */
 export function loadPolicyConfig(loc: ConfigLocation, book?: StampBook): ConfigResult {
-  const where = `${loc.agentDir}\0${loc.cwd}`;
-  let paths = locations.get(where);
-  if (!paths) {
+  let byCwd = locations.get(loc.agentDir);
+  if (!byCwd) {
     if (locations.size >= LAYERED_SIZE) locations.clear();
-    locations.set(where, (paths = { user: join(loc.agentDir, USER_CONFIG_FILE), project: join(loc.cwd, PROJECT_CONFIG_FILE) }));
+    locations.set(loc.agentDir, (byCwd = new Map()));
+  }
+  let paths = byCwd.get(loc.cwd);
+  if (paths?.home !== loc.home) {
+    if (byCwd.size >= LAYERED_SIZE) byCwd.clear();
+    const user = join(loc.agentDir, USER_CONFIG_FILE);
+    const project = join(loc.cwd, PROJECT_CONFIG_FILE);
+    byCwd.set(loc.cwd, (paths = { home: loc.home, user, project, key: `${user}\0${project}\0${loc.home}\0${loc.cwd}` }));
   }
   const userPath = paths.user;
   const projectPath = paths.project;
@@ -138,7 +145,7 @@ export function loadPolicyConfig(loc: ConfigLocation, book?: StampBook): ConfigR
   if (user.kind === "fault") return { ok: false, path: userPath, message: user.message };
   const project = readValidated<ProjectConfig>(projectPath, ProjectConfigSchema, book);
   if (project.kind === "fault") return { ok: false, path: projectPath, message: project.message };
-  const key = `${userPath}\0${projectPath}\0${loc.home}\0${loc.cwd}`;
+  const key = paths.key;
   const hit = layered.get(key);
   if (hit && hit.user === user && hit.project === project) return hit.result;
   const result = layer(loc, userPath, projectPath, user, project);
