@@ -271,6 +271,46 @@ export interface StatSource {
 }
 
 export function classifyWrite(places: Places, lexical: string, real: string, facts?: StatSource): WriteTarget {
+  const target = placeOfWrite(places, lexical, real);
+  // The one fact of the file system in the answer: looked up at every call (facts live for one call).
+  if (target.kind === "inside" && hasOtherHardLinks(real, facts)) return HARDLINKED;
+  return target;
+}
+
+const HARDLINKED: WriteTarget = Object.freeze({ kind: "hardlinked" });
+
+/**
+ * A bounded memo, per Places value, of a function of the places and a path's two spellings that
+ * reads nothing else: no file system behind it (what the places were read from is checked by
+ * their own cache, gate.ts, and a changed file system gives new Places, hence a new memo), so
+ * nothing in it can go stale. Cleared whole when full. The answers are frozen: they are shared.
+ */
+function memoByPlaces<T>(fn: (places: Places, lexical: string, real: string) => T, size = 4096): (places: Places, lexical: string, real: string) => T {
+  const caches = new WeakMap<Places, { n: number; readonly byReal: Map<string, Map<string, T>> }>();
+  return (places, lexical, real) => {
+    let c = caches.get(places);
+    if (c === undefined) caches.set(places, (c = { n: 0, byReal: new Map() }));
+    let byLexical = c.byReal.get(real);
+    if (byLexical === undefined) {
+      if (c.n >= size) {
+        c.byReal.clear();
+        c.n = 0;
+      }
+      c.byReal.set(real, (byLexical = new Map()));
+    }
+    let v = byLexical.get(lexical);
+    if (v === undefined && !byLexical.has(lexical)) {
+      v = fn(places, lexical, real);
+      if (typeof v === "object" && v !== null) Object.freeze(v);
+      byLexical.set(lexical, v);
+      c.n++;
+    }
+    return v as T;
+  };
+}
+
+/** Where a write lands as the places and the two spellings alone tell (an `inside` is checked for hard links after). */
+const placeOfWrite = memoByPlaces((places: Places, lexical: string, real: string): WriteTarget => {
   // Most paths have no symlink on the way: one spelling to test, not two.
   const both = lexical === real ? [real] : [lexical, real];
   if (both.some((p) => underAnyFolded(places.selfProtected, p))) return { kind: "self" };
@@ -287,21 +327,20 @@ export function classifyWrite(places: Places, lexical: string, real: string, fac
     const lexRel = isWithin(places.workspaceLexical, lexical) ? below(places.workspaceLexical, lexical) : "";
     const entry = protectedComponent(rel) ?? protectedComponent(lexRel);
     if (entry) return { kind: "protected", entry };
-    if (hasOtherHardLinks(real, facts)) return { kind: "hardlinked" };
     return { kind: "inside", root: name, rel };
   }
   if (both.some((p) => underAny(places.persistence, p))) return { kind: "persistence" };
   return { kind: "outside" };
-}
+});
 
 /** Reading this path reads an identity secret (keys, tokens, credentials). */
 /** A process's environment (`/proc/self/environ`, `/proc/1/task/1/environ`): it holds the agent's API keys. */
 const PROCESS_ENVIRONMENT = /^\/proc\/(\d+|self|thread-self)(\/task\/\d+)?\/environ$/;
 
-export function isIdentitySecret(places: Places, lexical: string, real: string): boolean {
+export const isIdentitySecret = memoByPlaces((places: Places, lexical: string, real: string): boolean => {
   if (PROCESS_ENVIRONMENT.test(real) || (lexical !== real && PROCESS_ENVIRONMENT.test(lexical))) return true;
   return underAnyFolded(places.identitySecrets, real) || (lexical !== real && underAnyFolded(places.identitySecrets, lexical));
-}
+});
 
 /** Whether `p` is or holds (is an ancestor of) some location of the list. */
 export function holdsAny(list: readonly string[], p: string): boolean {

@@ -1,11 +1,12 @@
 // The per-call preparation (prepareGate) looks up as little as it can: each path once per call,
 // and the workspace's `.git` directory only when the workspace's entries changed (its stamp
-// vouches for `.git` otherwise: gate.ts `holds`). Each test makes a call on a settled file
-// system, checks that the cheap path was taken, changes the file system between two calls the
-// way an attack would, and checks that the next call sees the change.
+// vouches for `.git` otherwise: gate.ts `holds`). Where a path lies is kept per Places value
+// (places.ts memoByPlaces), a file's link count looked up at every call. Each test makes a call
+// on a settled file system, checks that the cheap path was taken, changes the file system
+// between two calls the way an attack would, and checks that the next call sees the change.
 
 import assert from "node:assert/strict";
-import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { linkSync, mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, test } from "node:test";
 import { evalSetup } from "../../src/eval/score.ts";
@@ -173,5 +174,36 @@ describe("a change between two calls is seen by the second", () => {
     assert.equal(route("write", hook), "allow/workspace-write");
     writeFileSync(join(w.ws, ".git"), `gitdir: ${sep}\n`);
     assert.equal(route("write", hook), "review/protected-path");
+  });
+
+  test("a file given a second hard link between two calls: the write is judged as hard-linked (the answer kept per places is not)", async () => {
+    const gate = await warm();
+    const file = join(w.ws, "README.md");
+    const write = { path: file, content: "# changed\n" };
+    assert.equal(route("write", write), "allow/workspace-write");
+    assert.equal(route("write", write), "allow/workspace-write", "kept answer");
+    assert.equal(bash(`truncate -s 0 ${file}`, "review-only"), "allow/workspace-write");
+    // Outside every directory the places were read from: the places stay the same object.
+    linkSync(file, join(w.root, "README-link.md"));
+    assert.equal(prepare().judge.places, gate.judge.places);
+    assert.equal(route("write", write), "review/outside-writable-roots");
+    assert.equal(bash(`truncate -s 0 ${file}`, "review-only"), "review/outside-writable-roots");
+  });
+
+  test("~/.ssh replaced by a symlink: its new real location is written and read as ~/.ssh (answers kept per places)", async () => {
+    const vault = join(w.home, "vault");
+    mkdirSync(vault);
+    writeFileSync(join(vault, "id_rsa"), "-----BEGIN OPENSSH PRIVATE KEY-----\n");
+    await warm();
+    const write = { path: join(vault, "authorized_keys"), content: "ssh-ed25519 AAAA x\n" };
+    const before = route("write", write);
+    assert.equal(route("write", write), before, "kept answer");
+    assert.equal(route("read", { path: join(vault, "id_rsa") }), "allow/read-only");
+    renameSync(join(w.home, ".ssh"), join(w.home, ".ssh-old"));
+    symlinkSync(vault, join(w.home, ".ssh"));
+    const after = route("write", write);
+    assert.notEqual(after, before);
+    assert.equal(route("write", { path: join(w.home, ".ssh", "authorized_keys"), content: write.content }), after);
+    assert.equal(route("read", { path: join(vault, "id_rsa") }), "review/identity-secret");
   });
 });
