@@ -11,6 +11,7 @@ import { decide, prepareGate, type GateContext, type GateResult } from "../polic
 import { guardedByInstall, installTrust } from "../policy/install-trust.ts";
 import type { Backend, Decision, ReasonCode, Route } from "../policy/types.ts";
 import { escalationAsk } from "../request/escalation-ask.ts";
+import { StampBook } from "../request/stamps.ts";
 import type { TokenBudget } from "../review/budget.ts";
 import type { EngineLimits } from "../review/engine.ts";
 import type { EffectiveMode } from "../state/effective.ts";
@@ -173,10 +174,12 @@ function gateFor(deps: AdmitDeps, cwd: string, tmpRoot: string): { context: Gate
   const agentDir = deps.agentDir();
   const install = deps.install;
   const setup = { cwd, home: homedir(), agentDir, defaultTmpRoot: tmpRoot };
-  const context = prepareGate({ ...setup, selfPaths: install ? [...selfPaths(agentDir), install.root] : selfPaths(agentDir) });
+  // One set of look-ups for both preparations below: the second checks the same directories.
+  const book = new StampBook();
+  const context = prepareGate({ ...setup, selfPaths: install ? [...selfPaths(agentDir), install.root] : selfPaths(agentDir) }, book);
   const trust = install && installTrust(install.root, context.judge.places, install.env);
   // The copy the user develops (opted in) is theirs and the agent's to edit.
-  if (trust?.kind === "writable" && trust.optedIn) return { context: prepareGate({ ...setup, selfPaths: selfPaths(agentDir) }), trust };
+  if (trust?.kind === "writable" && trust.optedIn) return { context: prepareGate({ ...setup, selfPaths: selfPaths(agentDir) }, book), trust };
   return { context, trust };
 }
 

@@ -241,10 +241,14 @@ class CallShellEnv implements ShellEnv {
   }
 }
 
-/** Build what a decision needs for one cwd: the places, the repository facts, the configuration. */
-export function prepareGate(setup: GateSetup): GateContext {
+/**
+ * Build what a decision needs for one cwd: the places, the repository facts, the configuration.
+ * `book`: the call's look-ups when it prepares more than once (admit-call.ts, for another set of
+ * protected paths): each path is looked up once per call, and the call takes the file system as
+ * still while it is judged. A fresh one otherwise.
+ */
+export function prepareGate(setup: GateSetup, book: StampBook = new StampBook()): GateContext {
   // One set of look-ups for the call: the caches below check some of the same directories.
-  const book = new StampBook();
   const config = loadPolicyConfig({ agentDir: setup.agentDir, cwd: setup.cwd, home: setup.home }, book);
   const tmpRoot = (config.ok ? config.config.tmpRoot : undefined) ?? setup.defaultTmpRoot;
   const { places, trusted } = cachedPlaces(setup, tmpRoot, book);
