@@ -25,6 +25,7 @@ import { buildEvalWorkspace } from "../src/eval/workspace.ts";
 import { decide, prepareGate, type GateSetup } from "../src/policy/gate.ts";
 import { analyzeShell } from "../src/policy/shell/analyze.ts";
 import type { Backend, Route } from "../src/policy/types.ts";
+import type { StampBook } from "../src/request/stamps.ts";
 
 interface Call {
   readonly id?: string;
@@ -211,6 +212,8 @@ try {
       timeEach(corpus, CORPUS_ROUNDS, () => prepareGate(setup)),
     ),
   );
+  // The preparation's cost is its look-ups (one lstat each): how many a warm call makes.
+  const prepCalls = (prepareGate(setup).judge.shell as unknown as { book: StampBook }).book.calls;
   lines.push(
     row(
       "(a) corpus baseline json+sha256",
@@ -243,6 +246,7 @@ try {
     `generated: ${generated.length} commands (${unique} distinct), mean ${avgLen.toFixed(0)} chars; routes sandboxed: ${routes(generated, setup, "sandboxed")}; review-only: ${routes(generated, setup, "review-only")}`,
   );
   lines.push(`corpus: ${corpus.length} cases from ${files.join(", ")} (${from})`);
+  lines.push(`preparation: ${prepCalls} file system calls per call, warm (the stamps of what the kept configuration and places were read from)`);
   lines.push(`slowest corpus cases (sandboxed, median of 5): ${slowest(corpus, setup, "sandboxed", 5)}`);
   lines.push("");
   lines.push(...scalingTable(setup));
