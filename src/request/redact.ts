@@ -2,6 +2,8 @@
 // reviewer input. Patterns are data-like and deliberately broad: a false redaction costs a
 // little context, a missed one leaks a credential (P11).
 
+import { isSecretName } from "./secret-names.ts";
+
 const REPLACEMENT = "[REDACTED]";
 
 const PATTERNS: readonly RegExp[] = [
@@ -20,17 +22,27 @@ const PATTERNS: readonly RegExp[] = [
   /\b(AKIA|ASIA)[A-Z0-9]{16}\b/g,
   /\bAIza[0-9A-Za-z_-]{30,}/g,
   /\bnpm_[A-Za-z0-9]{30,}/g,
-  // NAME_KEY=..., NAME_TOKEN=..., NAME_SECRET=..., PASSWORD=... assignments (env, .env, CLI flags).
-  /\b([A-Za-z0-9_]*(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)[A-Za-z0-9_]*\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s'"]+)/gi,
   // user:password@ in URLs.
   /(\b[a-z][a-z0-9+.-]*:\/\/[^/\s:@]+:)[^@\s/]+@/gi,
-  // "api_key": "..." and 'token': '...' inside text that holds JSON or a dict literal.
-  /((["'])[A-Za-z0-9_-]*(?:key|token|secret|password|passwd|credentials?)[A-Za-z0-9_-]*\2\s*:\s*)("[^"]*"|'[^']*')/gi,
-  // Credential flags whose value follows after a space: --token X, --api-key X, --password X.
-  /((?:^|\s)--?[A-Za-z0-9-]*(?:token|password|passwd|secret|api-?key|access-?key|authorization)[A-Za-z0-9-]*\s+)("[^"]*"|'[^']*'|[^\s'"<>|&;-][^\s'"]*)/gi,
   // Basic auth on the command line: curl -u user:password, --user user:password.
   /((?:^|\s)(?:-u|--user)(?:\s+|=)["']?[^\s:'"]+:)[^\s'"]+/g,
 ];
+
+/**
+ * Values that follow a secret's name (secret-names.ts): `NAME=value` and `NAME: value` (env, .env,
+ * YAML), `"api_key": "..."` in JSON or a dict literal, and `--token value` on a command line.
+ */
+const NAMED: readonly RegExp[] = [
+  /\b([A-Za-z_][A-Za-z0-9_]*)(\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s'"]+)/g,
+  /(["'])([A-Za-z0-9_-]+)\1(\s*:\s*)("[^"]*"|'[^']*')/g,
+  /((?:^|\s)--?)([A-Za-z0-9][A-Za-z0-9-]*)(\s+)("[^"]*"|'[^']*'|[^\s'"<>|&;-][^\s'"]*)/g,
+];
+
+function redactNamed(text: string): string {
+  let out = text.replace(NAMED[0]!, (m, name: string, sep: string) => (isSecretName(name) ? `${name}${sep}${REPLACEMENT}` : m));
+  out = out.replace(NAMED[1]!, (m, q: string, name: string, sep: string) => (isSecretName(name) ? `${q}${name}${q}${sep}${REPLACEMENT}` : m));
+  return out.replace(NAMED[2]!, (m, dashes: string, name: string, sep: string) => (isSecretName(name) ? `${dashes}${name}${sep}${REPLACEMENT}` : m));
+}
 
 export function redact(text: string): string {
   let out = text;
@@ -40,7 +52,8 @@ export function redact(text: string): string {
       return prefix + REPLACEMENT + (match.endsWith("@") && prefix ? "@" : "");
     });
   }
-  return out;
+  // Last: the shapes above know where a header's or a URL's secret ends.
+  return redactNamed(out);
 }
 
 /** Redact every string inside a JSON-like value. */
@@ -49,8 +62,7 @@ export function redactValue(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(redactValue);
   if (typeof value === "object" && value !== null) {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value))
-      out[k] = /(key|token|secret|password|authorization)/i.test(k) && typeof v === "string" ? REPLACEMENT : redactValue(v);
+    for (const [k, v] of Object.entries(value)) out[k] = isSecretName(k) && typeof v === "string" ? REPLACEMENT : redactValue(v);
     return out;
   }
   return value;

@@ -4,11 +4,10 @@
 
 import { join } from "node:path";
 import { redact } from "../request/redact.ts";
+import { isSecretName } from "../request/secret-names.ts";
 import data from "./data/sandbox.json" with { type: "json" };
 
-const DROP_WORDS = new Set(data.env.dropNameWords);
 const DROP_NAMES = new Set(data.env.dropNames);
-const KEEP_NAMES = new Set(data.env.keepNames);
 
 /** A URL with a user part (`redis://:pw@host`, a Sentry DSN's key): the user part is a credential. */
 const URL_WITH_USER = /^[a-z][a-z0-9+.-]*:\/\/[^/\s@]+@/i;
@@ -16,11 +15,7 @@ const URL_WITH_USER = /^[a-z][a-z0-9+.-]*:\/\/[^/\s@]+@/i;
 /** Why a variable is dropped, or undefined when it is kept. */
 export function droppedBecause(name: string, value: string): "name" | "value" | undefined {
   if (DROP_NAMES.has(name) || data.env.dropPrefixes.some((p) => name.startsWith(p))) return "name";
-  const words = name
-    .toUpperCase()
-    .split(/[^A-Z0-9]+/)
-    .filter((w) => w.length > 0);
-  if (!KEEP_NAMES.has(name) && words.some((w) => DROP_WORDS.has(w))) return "name";
+  if (isSecretName(name)) return "name";
   // A value shaped like a credential (an sk-... key, a JWT, a URL with a password) goes too,
   // whatever the variable is called.
   if (redact(value) !== value || URL_WITH_USER.test(value)) return "value";

@@ -28,6 +28,7 @@ import { FILE_HANDLERS, foundPaths, judgeFoundRemoval, judgeReadOperands, operan
 import { commandOptionFindings, EXEC_HANDLERS, npx, xargs } from "./handlers/exec.ts";
 import { git } from "./handlers/git.ts";
 import { optionValues, staticArg, type Analyzer, type Handler, type Invocation } from "./invocation.ts";
+import { isSecretName } from "../../request/secret-names.ts";
 import type { HandlerName } from "./programs.ts";
 import { commandSteps, extractCommands, type Arg, type Extraction, type Link, type Redir, type SimpleCommand } from "./parse.ts";
 import {
@@ -47,7 +48,6 @@ import {
   POLICY_FAULT,
   SECRET_PRINTERS,
   SECRET_SOURCES,
-  SECRET_VARIABLE,
   SHELLS,
   SIMPLE,
   WRAPPERS,
@@ -153,7 +153,7 @@ function analyzeScript(
     break;
   }
   // A variable named like a credential is a secret, wherever the script expands it.
-  const secretVar = ex.expansions.find((n) => SECRET_VARIABLE.test(n));
+  const secretVar = ex.expansions.find((n) => isSecretName(n));
   if (secretVar !== undefined) state.secretSource ??= `$${secretVar}`;
 
   // A function that calls itself through a pipe or in the background multiplies without bound.

@@ -178,7 +178,6 @@ const Shared = Type.Object(
     ),
     servingScripts: Type.Object({ doc: Type.String(), names: Names, makeTargets: Names }, { additionalProperties: false }),
     containerHostAccess: Type.Object({ doc: Type.String(), subcommands: Names, options: Names, mountOptions: Names }, { additionalProperties: false }),
-    secretVariablePattern: Type.String(),
   },
   { additionalProperties: false },
 );

@@ -42,7 +42,6 @@ const EMPTY_POLICY: CommandPolicyData = {
     piCli: { doc: "", packageNames: [], valueOptions: [], disablingOptions: [], secretSubcommands: [] },
     servingScripts: { doc: "", names: [], makeTargets: [] },
     containerHostAccess: { doc: "", subcommands: [], options: [], mountOptions: [] },
-    secretVariablePattern: "^$",
   },
 };
 
@@ -127,8 +126,6 @@ export const SECRET_OPTIONS: ReadonlyMap<string, readonly string[]> = new Map(
 
 export const NETWORK_TOOLS: ReadonlySet<string> = having((r) => r.network);
 export const SECRET_PRINTERS: ReadonlySet<string> = having((r) => r.secretPrinter);
-/** Variable names that hold credentials by convention (GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY). */
-export const SECRET_VARIABLE: RegExp = new RegExp(shared.secretVariablePattern, "i");
 
 const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 const CREDENTIAL_ENDPOINT_RE = new RegExp(`(^|[^\\w.:-])(${shared.credentialEndpoints.map(escapeRe).join("|")})(?![\\w.-])`, "i");
