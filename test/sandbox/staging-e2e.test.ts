@@ -40,6 +40,9 @@ async function world(reviewer: "none" | "allow" | "deny") {
   harnesses.push(h);
   const git = (...args: string[]) => execFileSync("git", ["-c", "user.email=t@t", "-c", "user.name=t", ...args], { cwd: h.cwd, encoding: "utf8" });
   git("init", "-q", "-b", "main");
+  // The agent's own commits need an identity, whatever the machine's global git configuration.
+  git("config", "user.email", "agent@example.com");
+  git("config", "user.name", "agent");
   writeFileSync(join(h.cwd, "tracked.txt"), "tracked\n");
   git("add", "tracked.txt");
   git("commit", "-q", "-m", "init");
