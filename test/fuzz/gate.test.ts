@@ -11,7 +11,7 @@ import { evalSetup } from "../../src/eval/score.ts";
 import { buildEvalWorkspace } from "../../src/eval/workspace.ts";
 import { decide, prepareGate } from "../../src/policy/gate.ts";
 import { analyzeShell } from "../../src/policy/shell/analyze.ts";
-import { ANALYSIS_STEPS } from "../../src/policy/shell/env.ts";
+import { ANALYSIS_STEPS } from "../../src/policy/shell/script-state.ts";
 import type { Backend, Decision, Route } from "../../src/policy/types.ts";
 import { checkProperty, fuzzRuns } from "../helpers/fuzz.ts";
 import { corpusCommands, grammar, mutatedCommand, toolCall } from "./arbitraries.ts";

@@ -42,7 +42,7 @@ function lines(): string[] {
     // The command's digest, so a change of the generator reads as that and not as a policy change.
     calls.push({ key: `generated:${i}:${createHash("sha256").update(command).digest("hex").slice(0, 8)}`, tool: "bash", input: { command } });
   }
-  // A reading cut short by the analysis clock (src/policy/shell/env.ts) depends on the machine's
+  // A reading cut short by the analysis clock (src/policy/shell/script-state.ts) depends on the machine's
   // load by design, most of all cold: such a decision is taken again, warm, up to 20 times.
   const decided = (c: (typeof calls)[number], b: Backend) => {
     let d = decideLikeTheExtension(c.tool, c.input, setup, b).decision;

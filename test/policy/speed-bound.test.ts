@@ -1,4 +1,4 @@
-// The bound on analysis time (src/policy/shell/env.ts ANALYSIS_STEPS, parse.ts nesting bounds):
+// The bound on analysis time (src/policy/shell/script-state.ts ANALYSIS_STEPS, parse.ts nesting bounds):
 // a command that would take too long to judge is reviewed, saying it is too complex to judge
 // quickly, and never holds Pi up. Each pathological command runs in a child process with a
 // generous timeout, so a regression shows as a failed test rather than a hung suite. The bound

@@ -10,7 +10,8 @@ import { SHAPES } from "../../src/eval/shapes.ts";
 import { buildEvalWorkspace, type EvalWorkspace } from "../../src/eval/workspace.ts";
 import { evalGate } from "../../src/eval/score.ts";
 import { analyzeShell } from "../../src/policy/shell/analyze.ts";
-import { ANALYSIS_STEPS, MAX_CWDS, type ShellEnv } from "../../src/policy/shell/env.ts";
+import type { ShellEnv } from "../../src/policy/shell/env.ts";
+import { ANALYSIS_STEPS, MAX_CWDS } from "../../src/policy/shell/script-state.ts";
 import { MAX_SUBSTITUTION_DEPTH, substitutionNesting } from "../../src/policy/shell/parse.ts";
 
 let w: EvalWorkspace;

@@ -4,25 +4,11 @@
 
 import { basename, dirname, resolve } from "node:path";
 import { isHarmlessDevice } from "../places.ts";
-import {
-  isDownloaded,
-  judgeRead,
-  judgeWrite,
-  knownEnvironment,
-  MAX_CWDS,
-  newBudget,
-  newScriptState,
-  redirectWrites,
-  secretByText,
-  TEXT_LIKE,
-  URL_LIKE,
-  setCwds,
-  spend,
-  TooComplex,
-  type BudgetOptions,
-  type ScriptState,
-  type ShellEnv,
-} from "./env.ts";
+import { knownEnvironment, type ShellEnv } from "./env.ts";
+import { isDownloaded } from "./locate.ts";
+import { judgeRead, secretByText, TEXT_LIKE, URL_LIKE } from "./reads.ts";
+import { MAX_CWDS, newBudget, newScriptState, setCwds, spend, TooComplex, type BudgetOptions, type ScriptState } from "./script-state.ts";
+import { judgeWrite, redirectWrites } from "./writes.ts";
 import { COMBINE_RANK, finding, strictest, type Finding } from "./finding.ts";
 import { FILE_HANDLERS, foundPaths, judgeFoundRemoval, judgeReadOperands, operandHandler, outputFindings } from "./handlers/files.ts";
 import { commandOptionFindings, EXEC_HANDLERS, npx, xargs } from "./handlers/exec.ts";

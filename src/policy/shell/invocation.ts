@@ -2,7 +2,8 @@
 
 import type { Finding } from "./finding.ts";
 import type { Arg, SimpleCommand } from "./parse.ts";
-import type { ScriptState, ShellEnv } from "./env.ts";
+import type { ShellEnv } from "./env.ts";
+import type { ScriptState } from "./script-state.ts";
 
 export interface Invocation {
   /** The command name as the table knows it (basename of a system path). */

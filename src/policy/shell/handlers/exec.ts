@@ -3,7 +3,9 @@
 
 import { basename } from "node:path";
 import { isWithin } from "../../places.ts";
-import { isDownloaded, isSecretishFile, judgeRead, judgeWrite, locate, markDownloaded, redirectWrites } from "../env.ts";
+import { isDownloaded, locate, markDownloaded } from "../locate.ts";
+import { isSecretishFile, judgeRead } from "../reads.ts";
+import { judgeWrite, redirectWrites } from "../writes.ts";
 import { finding, type Finding } from "../finding.ts";
 import { hasFlag, operands, optionValues, staticArg, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
 import type { Arg } from "../parse.ts";

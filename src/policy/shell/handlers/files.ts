@@ -2,22 +2,11 @@
 
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { below, isRegenerableName, isWithin, memo, type StatSource } from "../../places.ts";
-import {
-  expandGlob,
-  globToRegExp,
-  heldSelf,
-  heldSelves,
-  isDownloaded,
-  judgeRead,
-  judgeWrite,
-  locate,
-  markDownloaded,
-  spend,
-  WRITE_STEPS,
-  writeFinding,
-  type Located,
-  type ShellEnv,
-} from "../env.ts";
+import type { ShellEnv } from "../env.ts";
+import { expandGlob, globToRegExp, isDownloaded, locate, markDownloaded, type Located } from "../locate.ts";
+import { judgeRead } from "../reads.ts";
+import { spend, WRITE_STEPS } from "../script-state.ts";
+import { heldSelf, heldSelves, judgeWrite, writeFinding } from "../writes.ts";
 import { finding, strictest, type Finding } from "../finding.ts";
 import { DYNAMIC, hasFlag, operands, optionValues, staticArg, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
 import type { Arg } from "../parse.ts";

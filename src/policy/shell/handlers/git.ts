@@ -3,7 +3,8 @@
 
 import { isWithin } from "../../places.ts";
 import { basename, dirname, join } from "node:path";
-import { judgeWrite, locate, markDownloaded, writeFinding } from "../env.ts";
+import { locate, markDownloaded } from "../locate.ts";
+import { judgeWrite, writeFinding } from "../writes.ts";
 import { finding, type Finding } from "../finding.ts";
 import { hasFlag, operands, optionValues, staticArg, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
 import type { Arg } from "../parse.ts";
