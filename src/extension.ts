@@ -7,6 +7,8 @@ import { DECISION_ENTRY_TYPE } from "./audit/decision-record.ts";
 import { registerPermCommands } from "./commands/perm.ts";
 import { registerReviewerCommand } from "./commands/reviewer.ts";
 import { registerUndoCommand } from "./commands/undo.ts";
+import { registerOverrideCommands } from "./commands/overrides.ts";
+import { createOverrides } from "./grants/overrides.ts";
 import type { ReviewService } from "./review/service.ts";
 import { addUsage } from "./review/types.ts";
 import { createUsageLedger } from "./review/usage-ledger.ts";
@@ -57,6 +59,8 @@ export default function autoMode(pi: ExtensionAPI): void {
   // Read once: the environment Pi started with is the user's, not the model's (install-trust.ts).
   const install = { root: packageRoot(), env: { ...process.env } };
   const admissions = createTicketBook();
+  // This process's overridable denials and one-shot grants, per session (P14).
+  const overrides = createOverrides();
   // The reviewer for held effects and the gate's review hook share one service, ledger and record.
   // The gate, the reviewer and the effects are loaded at the first tool call, not with Pi (start-up).
   let reviews: ReviewService | undefined;
@@ -214,6 +218,7 @@ export default function autoMode(pi: ExtensionAPI): void {
       // A shell command's route depends on the backend: it waits for the probe.
       ready: () => sandbox.ready(),
       install,
+      overrides,
     });
   };
   pi.on("tool_call", async (event, ctx) => {
@@ -235,4 +240,5 @@ export default function autoMode(pi: ExtensionAPI): void {
   registerPermCommands(pi, { runtime, refresh, onModeChange: abortReviews });
   registerReviewerCommand(pi, { runtime, refresh, onModeChange: abortReviews, onReviewerChange: abortReviews });
   registerUndoCommand(pi);
+  registerOverrideCommands(pi, { overrides, sessionId: (ctx) => ctx.sessionManager.getSessionId() });
 }

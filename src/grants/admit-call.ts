@@ -9,7 +9,7 @@ import type { ConfigResult } from "../policy/config/load.ts";
 import { concurrentDenial, decisionDenial, denialBody, escalationDenial, escalationInvalidDenial } from "../policy/denial.ts";
 import { decide, prepareGate, type GateContext, type GateResult } from "../policy/gate.ts";
 import { guardedByInstall, installTrust } from "../policy/install-trust.ts";
-import type { Backend, Decision, ReasonCode, Route } from "../policy/types.ts";
+import { type Backend, type Decision, isSandboxed, type ReasonCode, type Route } from "../policy/types.ts";
 import { escalationAsk } from "../request/escalation-ask.ts";
 import { StampBook } from "../request/stamps.ts";
 import type { TokenBudget } from "../review/budget.ts";
@@ -18,9 +18,11 @@ import type { EffectiveMode } from "../state/effective.ts";
 import { readEnabled } from "../state/global.ts";
 import { defaultTmpRoot, selfPaths } from "../state/locations.ts";
 import type { RuntimeState } from "../state/runtime-state.ts";
-import type { ReviewAdmission } from "./admit.ts";
+import { targetSummary, type ReviewAdmission } from "./admit.ts";
 import { callShape, type CallShape, type CallsInFlight } from "./concurrent-calls.ts";
+import { overridableFailure, type OverridableReason, type Overrides } from "./overrides.ts";
 import type { HostReason, TicketBook, WorkspaceAccess } from "./tickets.ts";
+import type { RiskLevel } from "../review/types.ts";
 
 /** One tool call as the gate sees it. */
 export interface GateCall {
@@ -52,6 +54,8 @@ export interface CallRecord {
   readonly outcome: Outcome;
   readonly hash: string | undefined;
   readonly message: string;
+  /** Admitted on the user's one-shot approval of an earlier denial, not by a reviewer (P14). */
+  readonly approvedBy?: "user";
 }
 
 /** A review the gate asks for: of a review route, or of an escalation out of the sandbox. */
@@ -70,6 +74,8 @@ export interface CallEnv {
   readonly record: (r: CallRecord) => void;
   /** Auto mode is off (perhaps just turned off by another process). */
   readonly off?: () => void;
+  /** The session the call belongs to: denials are remembered and grants used per session (P14). */
+  readonly sessionId?: string;
 }
 
 export interface AdmitDeps {
@@ -87,6 +93,8 @@ export interface AdmitDeps {
    * plain reads (policy/install-trust.ts).
    */
   readonly install?: { readonly root: string; readonly env: NodeJS.ProcessEnv };
+  /** Denials a user may override and the one-shot grants their approvals create (P14). */
+  readonly overrides?: Overrides;
 }
 
 /** Tools whose route depends on the sandbox backend. */
@@ -130,7 +138,21 @@ export function createCallGate(deps: AdmitDeps): (call: GateCall, env: CallEnv) 
     const result = judge();
     const mode = runtime.effective(gate.context.config.ok ? "ok" : "fault");
     const limits = reviewLimits(gate.context.config);
-    let step = await reviewStep(call, env, result, judge, mode, limits);
+    const approval = grantLookup(deps, env, result);
+    let step = await reviewStep(call, env, result, judge, mode, limits, approval, runtime.backend());
+    if (step.overridable && deps.overrides && env.sessionId !== undefined && result.request)
+      deps.overrides.remember({
+        sessionId: env.sessionId,
+        tool: call.toolName,
+        target: targetSummary(result.request),
+        reason: step.overridable.reason,
+        risk: step.overridable.risk,
+        escalation: step.escalation === true,
+        hash: result.request.hash,
+        toolCallId: call.toolCallId,
+        input: call.input,
+        at: Date.now(),
+      });
     // Nobody would run it contained: deny rather than let Pi's own bash run it bare (P5).
     if (step.outcome === "sandboxed" && !deps.tickets) step = { ...step, outcome: "denied" };
     // Judged against files another admitted call may change before this one runs (a parallel
@@ -151,6 +173,7 @@ export function createCallGate(deps: AdmitDeps): (call: GateCall, env: CallEnv) 
       outcome: step.outcome,
       hash: result.request?.hash,
       message: step.denial !== undefined && shape !== undefined ? denialBody(step.denial) : result.decision.message,
+      ...(step.approvedBy ? { approvedBy: step.approvedBy } : {}),
     });
     if (step.outcome === "denied") return { kind: "deny", text: step.denial ?? denialText(result.decision, mode) };
     // What was judged is what runs: a later extension that rewrites the input now throws, which blocks the call.
@@ -186,6 +209,12 @@ function gateFor(deps: AdmitDeps, cwd: string, tmpRoot: string): { context: Gate
 interface Step {
   readonly outcome: Outcome;
   readonly denial?: string;
+  /** Denied in a way the user may override, and why (P14). */
+  readonly overridable?: { readonly reason: OverridableReason; readonly risk: RiskLevel | undefined };
+  /** The call asked to run outside the sandbox. */
+  readonly escalation?: boolean;
+  /** Admitted on the user's approval rather than a reviewer's. */
+  readonly approvedBy?: "user";
   /** Admitted by a reviewer (a git command then runs with .git writable where nothing can be staged). */
   readonly reviewed: boolean;
   /** An approved escalation: runs once on the host. */
@@ -200,16 +229,27 @@ async function reviewStep(
   judge: () => GateResult,
   mode: EffectiveMode,
   limits: Partial<EngineLimits>,
+  approved: () => boolean,
+  backend: Backend,
 ): Promise<Step> {
   const plain: Step = { outcome: outcomeFor(result.decision, mode), reviewed: false, escalated: false };
-  const review = env.review && result.request && REVIEWING.has(mode) ? env.review : undefined;
+  const reviewing = result.request !== undefined && REVIEWING.has(mode);
+  const review = env.review && reviewing ? env.review : undefined;
   // A bash call asking to leave the sandbox gets a fresh review of its own (P7), or a denial.
   const ask = call.toolName === "bash" && GATED.has(mode) ? escalationAsk(call.input) : { kind: "default" as const };
   if (ask.kind === "invalid") return { ...plain, outcome: "denied", denial: escalationInvalidDenial(ask.problem) };
   if (ask.kind === "escalated") {
-    // A deterministic deny of the command itself is never put to a reviewer (P3).
+    // A deterministic deny of the command itself is never put to a reviewer (P3), nor to the user.
     if (result.decision.route === "deny") return { ...plain, outcome: "denied", denial: escalationDenial(result.decision.message) };
-    if (!review) return { ...plain, outcome: "denied", denial: escalationDenial(NO_ESCALATION_REVIEWER) };
+    // The user approved exactly this escalation after it was denied: it runs once on the host (P14).
+    if (reviewing && approved()) return { outcome: "allowed", reviewed: true, escalated: true, escalation: true, approvedBy: "user" };
+    const denied = { ...plain, outcome: "denied" as const, escalation: true };
+    if (!review)
+      return {
+        ...denied,
+        denial: escalationDenial(NO_ESCALATION_REVIEWER),
+        ...(reviewing ? { overridable: { reason: "no-reviewer" as const, risk: undefined } } : {}),
+      };
     let admission: ReviewAdmission;
     try {
       admission = await review({
@@ -221,22 +261,51 @@ async function reviewStep(
       });
     } catch (e) {
       return {
-        ...plain,
-        outcome: "denied",
+        ...denied,
         denial: escalationDenial(`The escalation review failed (${(e as Error)?.message ?? String(e)}), so the command does not run outside the sandbox.`),
       };
     }
-    if (admission.kind === "deny") return { ...plain, outcome: "denied", denial: escalationDenial(denialBody(admission.text)) };
-    return { outcome: "allowed", reviewed: true, escalated: true };
+    if (admission.kind === "deny") return { ...denied, denial: escalationDenial(denialBody(admission.text)), ...overridable(admission) };
+    return { outcome: "allowed", reviewed: true, escalated: true, escalation: true };
   }
-  if (result.decision.route !== "review" || !review) return plain;
+  if (result.decision.route !== "review") return plain;
+  // The user approved exactly this call after it was denied: admitted without the reviewer, and
+  // still run where a reviewer's allow would run it (P7, P14).
+  if (reviewing && approved()) return approvedRun(result, mode, call.toolName, backend);
+  if (!review) return reviewing ? { ...plain, overridable: { reason: "no-reviewer", risk: undefined } } : plain;
   const admission = await review({ request: result.request!, decision: result.decision, rejudge: judge, limits });
-  if (admission.kind === "deny") return { ...plain, outcome: "denied", denial: admission.text };
+  if (admission.kind === "deny") return { ...plain, outcome: "denied", denial: admission.text, ...overridable(admission) };
   if (admission.run !== "sandbox") return { outcome: "allowed", reviewed: true, escalated: false };
   // An allow never removes containment (P7): the call takes the sandbox route's way.
   const contained = { ...result.decision, route: "sandbox" as const };
   const outcome = outcomeFor(contained, mode);
   return { outcome, reviewed: true, escalated: false, ...(outcome === "denied" ? { denial: denialText(contained, mode) } : {}) };
+}
+
+/** A reviewer's denial the user may override: not a critical verdict, not an arguments change, not an abort. */
+function overridable(admission: ReviewAdmission & { kind: "deny" }): Pick<Step, "overridable"> {
+  const r = admission.review;
+  if (!r || admission.changed !== undefined) return {};
+  if (r.kind === "verdict") return r.verdict.risk_level === "critical" ? {} : { overridable: { reason: "reviewer-denied", risk: r.verdict.risk_level } };
+  const reason = overridableFailure(r.failure);
+  return reason ? { overridable: { reason, risk: undefined } } : {};
+}
+
+/** A call the user approved runs where a reviewer's allow would run it: bash under a sandboxed backend stays sandboxed (P7). */
+function approvedRun(result: GateResult, mode: EffectiveMode, tool: string, backend: Backend): Step {
+  const approvedBy = "user" as const;
+  if (tool !== "bash" || !isSandboxed(backend)) return { outcome: "allowed", reviewed: true, escalated: false, approvedBy };
+  const decision = { ...result.decision, route: "sandbox" as const };
+  const outcome = outcomeFor(decision, mode);
+  return { outcome, reviewed: true, escalated: false, approvedBy, ...(outcome === "denied" ? { denial: denialText(decision, mode) } : {}) };
+}
+
+/** Uses this session's live grant for exactly this request, once (P14). */
+function grantLookup(deps: AdmitDeps, env: CallEnv, result: GateResult): () => boolean {
+  return () => {
+    if (!deps.overrides || env.sessionId === undefined || !result.request) return false;
+    return deps.overrides.consume(env.sessionId, result.request.hash) !== undefined;
+  };
 }
 
 /**

@@ -32,6 +32,7 @@ export function createToolCallGate(deps: GateDeps) {
           ...(review ? { review: (ask) => review({ event, ctx, ...ask }) } : {}),
           record: (r) => deps.record(decisionRecord(r, Date.now()), ctx),
           off: () => deps.off?.(ctx),
+          ...sessionOf(ctx),
         },
       );
       return outcome.kind === "deny" ? { block: true, reason: outcome.text } : undefined;
@@ -41,6 +42,16 @@ export function createToolCallGate(deps: GateDeps) {
       return { block: true, reason: gateFailureText(e) };
     }
   };
+}
+
+/** The call's session, for its overridable denials and grants (P14); none when Pi cannot say. */
+export function sessionOf(ctx: Pick<ExtensionContext, "sessionManager">): { sessionId?: string } {
+  try {
+    const id = ctx.sessionManager.getSessionId();
+    return typeof id === "string" ? { sessionId: id } : {};
+  } catch {
+    return {};
+  }
 }
 
 export function gateFailureText(e: unknown): string {

@@ -1,0 +1,115 @@
+// The user's overrides (P14): /perm-denials lists this session's denials a human may override,
+// /perm-approve [N] approves one exact retry of one of them. Only the user can run a command (a
+// model's text never is one), so only the user can create a grant.
+
+import type { ExtensionAPI, ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
+import { type Approval, GRANT_TTL_MS, type OverridableReason, type Overrides, type RecentDenial } from "../grants/overrides.ts";
+
+export const GRANT_ENTRY_TYPE = "pi-auto-mode/grant";
+export const APPROVAL_MESSAGE_TYPE = "pi-auto-mode/approval";
+
+/** The session's record of an approval (never sent to the model), for the audit. */
+export interface GrantEntry {
+  readonly kind: "human-approval";
+  readonly denialToolCallId: string;
+  readonly tool: string;
+  readonly target: string;
+  readonly reason: OverridableReason;
+  readonly hash: string;
+  readonly expiresAt: number;
+  readonly at: number;
+}
+
+const REASON_WORDS: Readonly<Record<OverridableReason, string>> = {
+  "reviewer-denied": "the reviewer denied it",
+  "no-reviewer": "no reviewer is configured",
+  "reviewer-unavailable": "the reviewer was unavailable",
+  "breaker-open": "automatic review was paused for this turn",
+};
+
+function clock(at: number): string {
+  return new Date(at).toTimeString().slice(0, 8);
+}
+
+/** One line per denial: number, tool, target, why, when. */
+export function denialLines(list: readonly RecentDenial[]): string[] {
+  return list.map(
+    (d, i) =>
+      `${i + 1}. ${d.target}${d.escalation ? " (outside the sandbox)" : ""} — ${REASON_WORDS[d.reason]}${d.risk ? ` (${d.risk} risk)` : ""} · ${clock(d.at)}`,
+  );
+}
+
+function say(ctx: ExtensionCommandContext, text: string, level: "info" | "warning" | "error" = "info"): void {
+  if (ctx.hasUI) ctx.ui.notify(text, level);
+  else process.stdout.write(`${text}\n`);
+}
+
+/** What the agent is told after an approval: retry exactly that call, once. */
+export function approvalMessage(a: Approval & { kind: "granted" }): string {
+  const seconds = Math.round(GRANT_TTL_MS / 1000);
+  return (
+    `The user approved, once, the ${a.denial.tool} call that auto mode denied (tool call ${a.denial.toolCallId}: ${a.denial.target}). ` +
+    `Issue exactly that call again now, with the same arguments; any change, or a retry after ${seconds} s, is judged afresh.`
+  );
+}
+
+export interface OverrideCommandDeps {
+  readonly overrides: Overrides;
+  readonly sessionId: (ctx: ExtensionCommandContext) => string;
+}
+
+export function registerOverrideCommands(pi: ExtensionAPI, deps: OverrideCommandDeps): void {
+  const listText = (ctx: ExtensionCommandContext): string | undefined => {
+    const lines = denialLines(deps.overrides.list(deps.sessionId(ctx)));
+    return lines.length > 0 ? `Denials you may approve once (/perm-approve N):\n${lines.join("\n")}` : undefined;
+  };
+
+  pi.registerCommand("perm-denials", {
+    description: "This session's recent denials you may approve once with /perm-approve N",
+    handler: async (_args, ctx) => {
+      say(ctx, listText(ctx) ?? "No denials in this session that you could approve.");
+    },
+  });
+
+  pi.registerCommand("perm-approve", {
+    description: "Approve one exact retry of a recent denial: /perm-approve [N] (see /perm-denials)",
+    handler: async (args, ctx) => {
+      const sessionId = deps.sessionId(ctx);
+      const list = deps.overrides.list(sessionId);
+      let n: number;
+      const arg = args.trim();
+      if (arg === "") {
+        if (list.length === 0 || !ctx.hasUI) {
+          say(ctx, listText(ctx) ?? "No denials in this session that you could approve.");
+          return;
+        }
+        const lines = denialLines(list);
+        const picked = await ctx.ui.select("Approve one exact retry of", lines);
+        if (picked === undefined) return;
+        n = lines.indexOf(picked) + 1;
+      } else if (/^[1-9][0-9]*$/.test(arg)) n = Number(arg);
+      else {
+        say(ctx, `"${arg}" is not a denial number. Usage: /perm-approve [N] (see /perm-denials)`, "error");
+        return;
+      }
+      const approval = deps.overrides.approve(sessionId, n);
+      if (approval.kind === "refused") {
+        say(ctx, `Nothing was approved: ${approval.why}.`, "error");
+        return;
+      }
+      const { denial, grant } = approval;
+      pi.appendEntry<GrantEntry>(GRANT_ENTRY_TYPE, {
+        kind: "human-approval",
+        denialToolCallId: denial.toolCallId,
+        tool: denial.tool,
+        target: denial.target,
+        reason: denial.reason,
+        hash: grant.hash,
+        expiresAt: grant.expiresAt,
+        at: Date.now(),
+      });
+      say(ctx, `Approved once: ${denial.target}. The agent is asked to retry exactly that call within ${Math.round(GRANT_TTL_MS / 1000)} s.`);
+      pi.sendMessage({ customType: APPROVAL_MESSAGE_TYPE, content: approvalMessage(approval), display: true }, { triggerTurn: true });
+    },
+  });
+}

@@ -1,0 +1,120 @@
+// Human overrides (P14): the denials of this session a user may override, and the one-shot grants
+// an approval creates. A grant is bound to the exact canonical request (its hash covers the tool,
+// the canonical input, the cwd and the resolved paths, and leaves out the tool-call id, since the
+// retry is a new call), to the session, and to a short lifetime; it is used once. Hard denies and
+// the user's deny rules never reach this list: only what a reviewer or its absence decided does.
+
+import type { RequestHash } from "../request/canonical.ts";
+import type { FailureClass, RiskLevel } from "../review/types.ts";
+
+/** Why a denial may be overridden: a reviewer said no, or no reviewer could say yes. */
+export type OverridableReason = "reviewer-denied" | "no-reviewer" | "reviewer-unavailable" | "breaker-open";
+
+export type DenialId = number & { readonly __brand: "DenialId" };
+
+/** One denial the user may approve; `target` is redacted and short. */
+export interface RecentDenial {
+  readonly id: DenialId;
+  readonly sessionId: string;
+  readonly tool: string;
+  readonly target: string;
+  readonly reason: OverridableReason;
+  /** The reviewer's risk level, when a reviewer judged it. */
+  readonly risk: RiskLevel | undefined;
+  /** Whether the call asked to run outside the sandbox (an approved retry then runs once on the host). */
+  readonly escalation: boolean;
+  readonly hash: RequestHash;
+  readonly toolCallId: string;
+  /** The call as the model made it, to ask for exactly it again. */
+  readonly input: unknown;
+  readonly at: number;
+}
+
+export interface OneShotGrant {
+  readonly hash: RequestHash;
+  readonly sessionId: string;
+  readonly denialId: DenialId;
+  readonly escalation: boolean;
+  readonly expiresAt: number;
+}
+
+export type Approval =
+  | { readonly kind: "granted"; readonly denial: RecentDenial; readonly grant: OneShotGrant }
+  | { readonly kind: "refused"; readonly why: string };
+
+export const DENIALS_KEPT = 10;
+export const GRANT_TTL_MS = 60_000;
+
+/** A reviewer's failure, as a reason to override; undefined when it is no such reason. */
+export function overridableFailure(f: FailureClass): OverridableReason | undefined {
+  switch (f) {
+    case "not-configured":
+      return "no-reviewer";
+    case "paused":
+      return "breaker-open";
+    case "model-unavailable":
+    case "auth":
+    case "rate-limited":
+    case "connection":
+    case "provider-error":
+    case "timeout":
+    case "malformed":
+    case "busy":
+    case "over-budget":
+      return "reviewer-unavailable";
+    // The user pressed Esc or changed the mode: nothing was denied that they did not ask for.
+    case "aborted":
+    case "internal":
+      return undefined;
+  }
+}
+
+export interface Overrides {
+  /** Remembers a denial (newest first, at most DENIALS_KEPT per session). */
+  remember(d: Omit<RecentDenial, "id">): RecentDenial;
+  /** This session's denials, newest first. */
+  list(sessionId: string): readonly RecentDenial[];
+  /** Approves the `n`th denial of the list (1 = newest): a one-shot grant for exactly that call. */
+  approve(sessionId: string, n: number): Approval;
+  /**
+   * Uses the grant for this exact request, if there is a live one: true once, then never again.
+   * Synchronous, so of two calls judged at once exactly one wins.
+   */
+  consume(sessionId: string, hash: RequestHash): OneShotGrant | undefined;
+}
+
+export function createOverrides(now: () => number = Date.now): Overrides {
+  let next = 1;
+  const denials = new Map<string, RecentDenial[]>();
+  const grants = new Map<string, OneShotGrant>();
+  const approved = new Set<DenialId>();
+  const key = (sessionId: string, hash: string) => `${sessionId}\0${hash}`;
+  return {
+    remember(d) {
+      const denial: RecentDenial = { ...d, id: next++ as DenialId };
+      const list = [denial, ...(denials.get(d.sessionId) ?? [])].slice(0, DENIALS_KEPT);
+      denials.set(d.sessionId, list);
+      return denial;
+    },
+    list: (sessionId) => denials.get(sessionId) ?? [],
+    approve(sessionId, n) {
+      const list = denials.get(sessionId) ?? [];
+      if (!Number.isInteger(n) || n < 1 || n > list.length)
+        return { kind: "refused", why: list.length === 0 ? "there is no denial to approve in this session" : `choose a number from 1 to ${list.length}` };
+      const denial = list[n - 1]!;
+      // One approval per denial: the same action must be denied afresh before it can be approved again.
+      if (approved.has(denial.id)) return { kind: "refused", why: `denial ${n} was already approved; it must be denied again before another approval` };
+      approved.add(denial.id);
+      const grant: OneShotGrant = { hash: denial.hash, sessionId, denialId: denial.id, escalation: denial.escalation, expiresAt: now() + GRANT_TTL_MS };
+      grants.set(key(sessionId, denial.hash), grant);
+      return { kind: "granted", denial, grant };
+    },
+    consume(sessionId, hash) {
+      const k = key(sessionId, hash);
+      const grant = grants.get(k);
+      if (!grant) return undefined;
+      grants.delete(k);
+      return now() <= grant.expiresAt ? grant : undefined;
+    },
+  };
+}
