@@ -6,6 +6,7 @@ import pathData from "../data/paths.json" with { type: "json" };
 import { containsIdentitySecret, isHarmlessDevice, isIdentitySecret, memo } from "../places.ts";
 import type { ShellEnv } from "./env.ts";
 import { finding, type Finding } from "./finding.ts";
+import type { Analyzer, Invocation } from "./invocation.ts";
 import { globToRegExp, locate } from "./locate.ts";
 import type { Arg } from "./parse.ts";
 import { spend, type ScriptState } from "./script-state.ts";
@@ -129,4 +130,15 @@ function secretParts(list: readonly string[]): readonly (readonly string[])[] {
   let parts = secretPartsCache.get(list);
   if (!parts) secretPartsCache.set(list, (parts = list.map((secret) => secret.split("/").filter(Boolean))));
   return parts;
+}
+
+/** The reads of a command's arguments that are not options (`recursive`: it reads whole directories). */
+export function judgeReadOperands(inv: Invocation, an: Analyzer, recursive: boolean): Finding[] {
+  const out: Finding[] = [];
+  for (const a of inv.args) {
+    if (a.value?.startsWith("-")) continue;
+    const r = judgeRead(an.env, an.state, a, recursive);
+    if (r) out.push(r);
+  }
+  return out;
 }

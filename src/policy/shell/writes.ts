@@ -6,9 +6,11 @@ import pathData from "../data/paths.json" with { type: "json" };
 import { classifyWrite, holdsAny, isWithin, memo, protectedComponent, type StatSource } from "../places.ts";
 import type { ShellEnv } from "./env.ts";
 import { finding, strictest, type Finding } from "./finding.ts";
+import { optionValues, type Analyzer, type Invocation } from "./invocation.ts";
 import { expandGlob, globToRegExp, locate, type Located } from "./locate.ts";
 import type { Arg, Redir } from "./parse.ts";
 import { spend, WRITE_STEPS, type ScriptState } from "./script-state.ts";
+import { OUTPUT_OPTIONS } from "./table.ts";
 
 const WRITE_OPS = new Set([">", ">>", ">|", "&>", "&>>", "<>"]);
 
@@ -100,4 +102,23 @@ export function insideWorkspace(env: ShellEnv, located: readonly Located[]): boo
 
 export function isProtectedInWorkspace(env: ShellEnv, p: Located): boolean {
   return isWithin(env.places.workspace, p.real) && protectedComponent(p.real.slice(env.places.workspace.length + 1)) !== undefined;
+}
+
+/**
+ * Writing anywhere below a directory (unpacking an archive into it, cloning into it, mounting it
+ * into a container): denied when auto mode's own files lie below it, judged as a write otherwise.
+ */
+export function judgeDirWrite(an: Analyzer, dir: Arg, verb: string): Finding {
+  const own = dir.value === null ? undefined : (locate(an.state, dir.value) ?? []).map((p) => heldSelf(an.env, p)).find((o) => o !== undefined);
+  if (own) return finding("self-protection", `${verb} ${dir.value}, which holds ${own}, auto mode's own configuration or state or the settings that load it`);
+  return judgeWrite(an.env, an.state, dir, verb);
+}
+
+/** Files a read or build tool writes through an output option (`sort -o`, `gcc -o`). */
+export function outputFindings(inv: Invocation, an: Analyzer): Finding[] {
+  const spec = OUTPUT_OPTIONS.get(inv.name);
+  if (!spec) return [];
+  return optionValues(inv.args, spec.short, spec.long)
+    .filter((o) => o.value !== "-" && o.value !== "/dev/stdout")
+    .map((o) => judgeWrite(an.env, an.state, o, `${inv.name} writes`));
 }

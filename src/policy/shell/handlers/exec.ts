@@ -4,8 +4,8 @@
 import { basename } from "node:path";
 import { isWithin } from "../../places.ts";
 import { isDownloaded, locate, markDownloaded } from "../locate.ts";
-import { isSecretishFile, judgeRead } from "../reads.ts";
-import { judgeWrite, redirectWrites } from "../writes.ts";
+import { isSecretishFile, judgeRead, judgeReadOperands } from "../reads.ts";
+import { judgeDirWrite, judgeWrite, outputFindings, redirectWrites } from "../writes.ts";
 import { finding, type Finding } from "../finding.ts";
 import { hasFlag, operands, optionValues, staticArg, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
 import type { Arg } from "../parse.ts";
@@ -35,7 +35,7 @@ import {
   SUBCOMMANDS,
   WRAPPERS,
 } from "../table.ts";
-import { judgeDirWrite, judgeReadOperands, outputFindings, rsyncLocal } from "./files.ts";
+import { rsyncLocal } from "./files.ts";
 
 function runsDownloaded(an: Analyzer, arg: Arg | undefined): boolean {
   return arg !== undefined && isDownloaded(an.state, arg.value);

@@ -6,12 +6,12 @@ import type { ShellEnv } from "../env.ts";
 import { expandGlob, globToRegExp, isDownloaded, locate, markDownloaded, type Located } from "../locate.ts";
 import { judgeRead } from "../reads.ts";
 import { spend, WRITE_STEPS } from "../script-state.ts";
-import { heldSelf, heldSelves, judgeWrite, writeFinding } from "../writes.ts";
+import { heldSelf, heldSelves, judgeDirWrite, judgeWrite, writeFinding } from "../writes.ts";
 import { finding, strictest, type Finding } from "../finding.ts";
-import { DYNAMIC, hasFlag, operands, optionValues, staticArg, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
+import { DYNAMIC, hasFlag, operands, optionValues, staticArg, type Analyzer, type Handler } from "../invocation.ts";
 import type { Arg } from "../parse.ts";
 import type { HandlerName, OperandRole } from "../programs.ts";
-import { CRITICAL_DIRS, type OperandSpec, OUTPUT_OPTIONS, REGENERABLE_FILES } from "../table.ts";
+import { CRITICAL_DIRS, type OperandSpec, REGENERABLE_FILES } from "../table.ts";
 
 function criticalPaths(env: ShellEnv): Set<string> {
   const out = new Set<string>();
@@ -181,16 +181,6 @@ function judgeFoundDestroy(env: ShellEnv, an: Analyzer, t: Arg, verb: string, al
     return finding("destructive", `${verb} removes ${name === undefined ? "every file" : `every ${name}`} below ${base.value}`);
   };
   return strictest(places.map(one)) ?? finding("read-only", `${verb} removes nothing`);
-}
-
-/**
- * Writing anywhere below a directory (unpacking an archive into it, cloning into it, mounting it
- * into a container): denied when auto mode's own files lie below it, judged as a write otherwise.
- */
-export function judgeDirWrite(an: Analyzer, dir: Arg, verb: string): Finding {
-  const own = dir.value === null ? undefined : (locate(an.state, dir.value) ?? []).map((p) => heldSelf(an.env, p)).find((o) => o !== undefined);
-  if (own) return finding("self-protection", `${verb} ${dir.value}, which holds ${own}, auto mode's own configuration or state or the settings that load it`);
-  return judgeWrite(an.env, an.state, dir, verb);
 }
 
 /** What removing (or emptying) the files find selects does: `arg` must carry `found`. */
@@ -659,23 +649,4 @@ export function operandHandler(tool: string, spec: OperandSpec): Handler {
     case "compress":
       return compressInPlace(tool);
   }
-}
-
-export function judgeReadOperands(inv: Invocation, an: Analyzer, recursive: boolean): Finding[] {
-  const out: Finding[] = [];
-  for (const a of inv.args) {
-    if (a.value?.startsWith("-")) continue;
-    const r = judgeRead(an.env, an.state, a, recursive);
-    if (r) out.push(r);
-  }
-  return out;
-}
-
-/** Files a read or build tool writes through an output option (`sort -o`, `gcc -o`). */
-export function outputFindings(inv: Invocation, an: Analyzer): Finding[] {
-  const spec = OUTPUT_OPTIONS.get(inv.name);
-  if (!spec) return [];
-  return optionValues(inv.args, spec.short, spec.long)
-    .filter((o) => o.value !== "-" && o.value !== "/dev/stdout")
-    .map((o) => judgeWrite(an.env, an.state, o, `${inv.name} writes`));
 }

@@ -4,12 +4,12 @@
 import { isWithin } from "../../places.ts";
 import { basename, dirname, join } from "node:path";
 import { locate, markDownloaded } from "../locate.ts";
-import { judgeWrite, writeFinding } from "../writes.ts";
+import { judgeDirWrite, judgeWrite, writeFinding } from "../writes.ts";
 import { finding, type Finding } from "../finding.ts";
 import { hasFlag, operands, optionValues, staticArg, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
 import type { Arg } from "../parse.ts";
 import { GIT_SAFE_CONFIG_KEYS, PROTECTED_BRANCHES, reasonOf, SUBCOMMANDS } from "../table.ts";
-import { isRegenerableTarget, judgeDirWrite } from "./files.ts";
+import { isRegenerableTarget } from "./files.ts";
 
 const CLONE_VALUE_OPTIONS = [
   "-b",
