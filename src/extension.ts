@@ -219,6 +219,7 @@ export default function autoMode(pi: ExtensionAPI): void {
       ready: () => sandbox.ready(),
       install,
       overrides,
+      resetBreaker: () => reviews?.newTurn(),
     });
   };
   pi.on("tool_call", async (event, ctx) => {
@@ -240,5 +241,13 @@ export default function autoMode(pi: ExtensionAPI): void {
   registerPermCommands(pi, { runtime, refresh, onModeChange: abortReviews });
   registerReviewerCommand(pi, { runtime, refresh, onModeChange: abortReviews, onReviewerChange: abortReviews });
   registerUndoCommand(pi);
-  registerOverrideCommands(pi, { overrides, sessionId: (ctx) => ctx.sessionManager.getSessionId() });
+  registerOverrideCommands(pi, {
+    overrides,
+    sessionId: (ctx) => ctx.sessionManager.getSessionId(),
+    breakGlassOff: (ctx) => {
+      const config = loadPolicyConfig({ agentDir: getAgentDir(), cwd: ctx.cwd, home: homedir() });
+      if (!config.ok) return `the auto-mode configuration ${config.path} is invalid (${config.message})`;
+      return config.config.breakGlass ? undefined : "the user's or this project's auto-mode.json sets breakGlass to false";
+    },
+  });
 }

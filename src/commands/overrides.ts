@@ -3,14 +3,14 @@
 // model's text never is one), so only the user can create a grant.
 
 import type { ExtensionAPI, ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
-import { type Approval, GRANT_TTL_MS, type OverridableReason, type Overrides, type RecentDenial } from "../grants/overrides.ts";
+import { type Approval, GRANT_TTL_MS, type GrantProvenance, type OverridableReason, type Overrides, type RecentDenial } from "../grants/overrides.ts";
 
 export const GRANT_ENTRY_TYPE = "pi-auto-mode/grant";
 export const APPROVAL_MESSAGE_TYPE = "pi-auto-mode/approval";
 
 /** The session's record of an approval (never sent to the model), for the audit. */
 export interface GrantEntry {
-  readonly kind: "human-approval";
+  readonly kind: GrantProvenance;
   readonly denialToolCallId: string;
   readonly tool: string;
   readonly target: string;
@@ -56,6 +56,8 @@ export function approvalMessage(a: Approval & { kind: "granted" }): string {
 export interface OverrideCommandDeps {
   readonly overrides: Overrides;
   readonly sessionId: (ctx: ExtensionCommandContext) => string;
+  /** Why break glass is off here (the user's or the project's configuration, or a faulty one), if it is. */
+  readonly breakGlassOff: (ctx: ExtensionCommandContext) => string | undefined;
 }
 
 export function registerOverrideCommands(pi: ExtensionAPI, deps: OverrideCommandDeps): void {
@@ -97,19 +99,80 @@ export function registerOverrideCommands(pi: ExtensionAPI, deps: OverrideCommand
         say(ctx, `Nothing was approved: ${approval.why}.`, "error");
         return;
       }
-      const { denial, grant } = approval;
-      pi.appendEntry<GrantEntry>(GRANT_ENTRY_TYPE, {
-        kind: "human-approval",
-        denialToolCallId: denial.toolCallId,
-        tool: denial.tool,
-        target: denial.target,
-        reason: denial.reason,
-        hash: grant.hash,
-        expiresAt: grant.expiresAt,
-        at: Date.now(),
-      });
-      say(ctx, `Approved once: ${denial.target}. The agent is asked to retry exactly that call within ${Math.round(GRANT_TTL_MS / 1000)} s.`);
-      pi.sendMessage({ customType: APPROVAL_MESSAGE_TYPE, content: approvalMessage(approval), display: true }, { triggerTurn: true });
+      granted(ctx, approval);
     },
   });
+
+  pi.registerCommand("perm-break-glass", {
+    description: "Override a reviewer's critical denial of the last five minutes, once, after typing a confirmation phrase",
+    handler: async (args, ctx) => {
+      // Typing a phrase shown on the screen is the point: there is no headless break glass.
+      if (!ctx.hasUI) {
+        say(ctx, "Break glass needs Pi's interactive interface: it asks you to confirm and type a phrase.", "error");
+        return;
+      }
+      const off = deps.breakGlassOff(ctx);
+      if (off) {
+        say(ctx, `Break glass is off: ${off}.`, "error");
+        return;
+      }
+      const sessionId = deps.sessionId(ctx);
+      const list = deps.overrides.critical(sessionId);
+      if (list.length === 0) {
+        say(ctx, "No critical denial from the last five minutes in this session.");
+        return;
+      }
+      let n = 1;
+      const arg = args.trim();
+      if (/^[1-9][0-9]*$/.test(arg)) n = Number(arg);
+      else if (list.length > 1) {
+        const lines = denialLines(list);
+        const picked = await ctx.ui.select("Break the glass for", lines);
+        if (picked === undefined) return;
+        n = lines.indexOf(picked) + 1;
+      }
+      const started = deps.overrides.challenge(sessionId, n);
+      if (started.kind === "refused") {
+        say(ctx, `Nothing was approved: ${started.why}.`, "error");
+        return;
+      }
+      const { denial, phrase } = started.challenge;
+      const details = [
+        `The reviewer rated this critical: ${denial.rationale}`,
+        `Tool: ${denial.tool}`,
+        `Working directory: ${denial.cwd}`,
+        `Target: ${denial.target}`,
+        `Request fingerprint: ${denial.hash.slice(0, 12)}`,
+      ].join("\n");
+      if (!(await ctx.ui.confirm("Break glass: run what the reviewer called critical, once?", details))) {
+        deps.overrides.breakGlass(started.challenge, undefined);
+        say(ctx, "Nothing was approved.");
+        return;
+      }
+      const typed = await ctx.ui.input(`Type ${phrase} within 60 s to break the glass`, phrase.replace(/[A-Z0-9]/g, "_"));
+      const approval = deps.overrides.breakGlass(started.challenge, typed);
+      if (approval.kind === "refused") {
+        say(ctx, `Nothing was approved: ${approval.why}.`, "error");
+        return;
+      }
+      granted(ctx, approval);
+    },
+  });
+
+  function granted(ctx: ExtensionCommandContext, approval: Approval & { kind: "granted" }): void {
+    const { denial, grant } = approval;
+    pi.appendEntry<GrantEntry>(GRANT_ENTRY_TYPE, {
+      kind: grant.by,
+      denialToolCallId: denial.toolCallId,
+      tool: denial.tool,
+      target: denial.target,
+      reason: denial.reason,
+      hash: grant.hash,
+      expiresAt: grant.expiresAt,
+      at: Date.now(),
+    });
+    const how = grant.by === "break-glass" ? "Glass broken, once" : "Approved once";
+    say(ctx, `${how}: ${denial.target}. The agent is asked to retry exactly that call within ${Math.round(GRANT_TTL_MS / 1000)} s.`);
+    pi.sendMessage({ customType: APPROVAL_MESSAGE_TYPE, content: approvalMessage(approval), display: true }, { triggerTurn: true });
+  }
 }

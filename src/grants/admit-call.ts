@@ -54,9 +54,12 @@ export interface CallRecord {
   readonly outcome: Outcome;
   readonly hash: string | undefined;
   readonly message: string;
-  /** Admitted on the user's one-shot approval of an earlier denial, not by a reviewer (P14). */
-  readonly approvedBy?: "user";
+  /** Admitted on the user's one-shot approval of an earlier denial, or their breaking the glass, not by a reviewer (P14). */
+  readonly approvedBy?: Approver;
 }
+
+/** Who admitted a call in a reviewer's place. */
+export type Approver = "user" | "break-glass";
 
 /** A review the gate asks for: of a review route, or of an escalation out of the sandbox. */
 export interface ReviewAsk {
@@ -95,6 +98,8 @@ export interface AdmitDeps {
   readonly install?: { readonly root: string; readonly env: NodeJS.ProcessEnv };
   /** Denials a user may override and the one-shot grants their approvals create (P14). */
   readonly overrides?: Overrides;
+  /** A break-glass allow was used: the turn's breaker starts closed again (P13, P14). */
+  readonly resetBreaker?: () => void;
 }
 
 /** Tools whose route depends on the sandbox backend. */
@@ -140,19 +145,20 @@ export function createCallGate(deps: AdmitDeps): (call: GateCall, env: CallEnv) 
     const limits = reviewLimits(gate.context.config);
     const approval = grantLookup(deps, env, result);
     let step = await reviewStep(call, env, result, judge, mode, limits, approval, runtime.backend());
-    if (step.overridable && deps.overrides && env.sessionId !== undefined && result.request)
-      deps.overrides.remember({
+    if ((step.overridable || step.critical) && deps.overrides && env.sessionId !== undefined && result.request) {
+      const denial = {
         sessionId: env.sessionId,
         tool: call.toolName,
         target: targetSummary(result.request),
-        reason: step.overridable.reason,
-        risk: step.overridable.risk,
         escalation: step.escalation === true,
         hash: result.request.hash,
         toolCallId: call.toolCallId,
         input: call.input,
-        at: Date.now(),
-      });
+      };
+      if (step.overridable) deps.overrides.remember({ ...denial, reason: step.overridable.reason, risk: step.overridable.risk });
+      else deps.overrides.rememberCritical({ ...denial, reason: "reviewer-denied", risk: "critical", rationale: step.critical!.rationale, cwd: call.cwd });
+    }
+    if (step.approvedBy === "break-glass") deps.resetBreaker?.();
     // Nobody would run it contained: deny rather than let Pi's own bash run it bare (P5).
     if (step.outcome === "sandboxed" && !deps.tickets) step = { ...step, outcome: "denied" };
     // Judged against files another admitted call may change before this one runs (a parallel
@@ -211,10 +217,12 @@ interface Step {
   readonly denial?: string;
   /** Denied in a way the user may override, and why (P14). */
   readonly overridable?: { readonly reason: OverridableReason; readonly risk: RiskLevel | undefined };
+  /** Denied by a reviewer as critical: only break glass overrides it (P14). */
+  readonly critical?: { readonly rationale: string };
   /** The call asked to run outside the sandbox. */
   readonly escalation?: boolean;
   /** Admitted on the user's approval rather than a reviewer's. */
-  readonly approvedBy?: "user";
+  readonly approvedBy?: Approver;
   /** Admitted by a reviewer (a git command then runs with .git writable where nothing can be staged). */
   readonly reviewed: boolean;
   /** An approved escalation: runs once on the host. */
@@ -229,7 +237,7 @@ async function reviewStep(
   judge: () => GateResult,
   mode: EffectiveMode,
   limits: Partial<EngineLimits>,
-  approved: () => boolean,
+  approved: () => Approver | undefined,
   backend: Backend,
 ): Promise<Step> {
   const plain: Step = { outcome: outcomeFor(result.decision, mode), reviewed: false, escalated: false };
@@ -242,7 +250,8 @@ async function reviewStep(
     // A deterministic deny of the command itself is never put to a reviewer (P3), nor to the user.
     if (result.decision.route === "deny") return { ...plain, outcome: "denied", denial: escalationDenial(result.decision.message) };
     // The user approved exactly this escalation after it was denied: it runs once on the host (P14).
-    if (reviewing && approved()) return { outcome: "allowed", reviewed: true, escalated: true, escalation: true, approvedBy: "user" };
+    const by = reviewing ? approved() : undefined;
+    if (by) return { outcome: "allowed", reviewed: true, escalated: true, escalation: true, approvedBy: by };
     const denied = { ...plain, outcome: "denied" as const, escalation: true };
     if (!review)
       return {
@@ -271,7 +280,8 @@ async function reviewStep(
   if (result.decision.route !== "review") return plain;
   // The user approved exactly this call after it was denied: admitted without the reviewer, and
   // still run where a reviewer's allow would run it (P7, P14).
-  if (reviewing && approved()) return approvedRun(result, mode, call.toolName, backend);
+  const by = reviewing ? approved() : undefined;
+  if (by) return approvedRun(result, mode, call.toolName, backend, by);
   if (!review) return reviewing ? { ...plain, overridable: { reason: "no-reviewer", risk: undefined } } : plain;
   const admission = await review({ request: result.request!, decision: result.decision, rejudge: judge, limits });
   if (admission.kind === "deny") return { ...plain, outcome: "denied", denial: admission.text, ...overridable(admission) };
@@ -283,17 +293,19 @@ async function reviewStep(
 }
 
 /** A reviewer's denial the user may override: not a critical verdict, not an arguments change, not an abort. */
-function overridable(admission: ReviewAdmission & { kind: "deny" }): Pick<Step, "overridable"> {
+function overridable(admission: ReviewAdmission & { kind: "deny" }): Pick<Step, "overridable" | "critical"> {
   const r = admission.review;
   if (!r || admission.changed !== undefined) return {};
-  if (r.kind === "verdict") return r.verdict.risk_level === "critical" ? {} : { overridable: { reason: "reviewer-denied", risk: r.verdict.risk_level } };
+  if (r.kind === "verdict")
+    return r.verdict.risk_level === "critical"
+      ? { critical: { rationale: r.verdict.rationale } }
+      : { overridable: { reason: "reviewer-denied", risk: r.verdict.risk_level } };
   const reason = overridableFailure(r.failure);
   return reason ? { overridable: { reason, risk: undefined } } : {};
 }
 
 /** A call the user approved runs where a reviewer's allow would run it: bash under a sandboxed backend stays sandboxed (P7). */
-function approvedRun(result: GateResult, mode: EffectiveMode, tool: string, backend: Backend): Step {
-  const approvedBy = "user" as const;
+function approvedRun(result: GateResult, mode: EffectiveMode, tool: string, backend: Backend, approvedBy: Approver): Step {
   if (tool !== "bash" || !isSandboxed(backend)) return { outcome: "allowed", reviewed: true, escalated: false, approvedBy };
   const decision = { ...result.decision, route: "sandbox" as const };
   const outcome = outcomeFor(decision, mode);
@@ -301,10 +313,11 @@ function approvedRun(result: GateResult, mode: EffectiveMode, tool: string, back
 }
 
 /** Uses this session's live grant for exactly this request, once (P14). */
-function grantLookup(deps: AdmitDeps, env: CallEnv, result: GateResult): () => boolean {
+function grantLookup(deps: AdmitDeps, env: CallEnv, result: GateResult): () => Approver | undefined {
   return () => {
-    if (!deps.overrides || env.sessionId === undefined || !result.request) return false;
-    return deps.overrides.consume(env.sessionId, result.request.hash) !== undefined;
+    if (!deps.overrides || env.sessionId === undefined || !result.request) return undefined;
+    const grant = deps.overrides.consume(env.sessionId, result.request.hash);
+    return grant === undefined ? undefined : grant.by === "break-glass" ? "break-glass" : "user";
   };
 }
 

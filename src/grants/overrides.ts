@@ -4,6 +4,7 @@
 // retry is a new call), to the session, and to a short lifetime; it is used once. Hard denies and
 // the user's deny rules never reach this list: only what a reviewer or its absence decided does.
 
+import { randomInt } from "node:crypto";
 import type { RequestHash } from "../request/canonical.ts";
 import type { FailureClass, RiskLevel } from "../review/types.ts";
 
@@ -30,11 +31,30 @@ export interface RecentDenial {
   readonly at: number;
 }
 
+/** A reviewer's critical denial: only break glass overrides it, and only for a few minutes. */
+export interface CriticalDenial extends RecentDenial {
+  readonly rationale: string;
+  readonly cwd: string;
+}
+
+/** Who made a grant: the user approving a denial, or breaking the glass on a critical one. */
+export type GrantProvenance = "human-approval" | "break-glass";
+
 export interface OneShotGrant {
   readonly hash: RequestHash;
   readonly sessionId: string;
   readonly denialId: DenialId;
+  /** The tool call that was denied: a break-glass grant names the one it overrides. */
+  readonly deniedToolCallId: string;
   readonly escalation: boolean;
+  readonly expiresAt: number;
+  readonly by: GrantProvenance;
+}
+
+/** The phrase a user types to break the glass, and until when it is accepted. */
+export interface BreakGlassChallenge {
+  readonly denial: CriticalDenial;
+  readonly phrase: string;
   readonly expiresAt: number;
 }
 
@@ -44,6 +64,17 @@ export type Approval =
 
 export const DENIALS_KEPT = 10;
 export const GRANT_TTL_MS = 60_000;
+/** How long a critical denial can be broken out of. */
+export const BREAK_GLASS_WINDOW_MS = 5 * 60_000;
+/** How long the typed phrase is accepted after it is shown. */
+export const PHRASE_TTL_MS = 60_000;
+
+const CODE_LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+
+/** A short random code no model could have seen before it is shown to the user. */
+function breakGlassCode(): string {
+  return Array.from({ length: 6 }, () => CODE_LETTERS[randomInt(CODE_LETTERS.length)]).join("");
+}
 
 /** A reviewer's failure, as a reason to override; undefined when it is no such reason. */
 export function overridableFailure(f: FailureClass): OverridableReason | undefined {
@@ -71,7 +102,7 @@ export function overridableFailure(f: FailureClass): OverridableReason | undefin
 
 export interface Overrides {
   /** Remembers a denial (newest first, at most DENIALS_KEPT per session). */
-  remember(d: Omit<RecentDenial, "id">): RecentDenial;
+  remember(d: Omit<RecentDenial, "id" | "at">): RecentDenial;
   /** This session's denials, newest first. */
   list(sessionId: string): readonly RecentDenial[];
   /** Approves the `n`th denial of the list (1 = newest): a one-shot grant for exactly that call. */
@@ -81,6 +112,17 @@ export interface Overrides {
    * Synchronous, so of two calls judged at once exactly one wins.
    */
   consume(sessionId: string, hash: RequestHash): OneShotGrant | undefined;
+  /** Remembers a reviewer's critical denial, for break glass. */
+  rememberCritical(d: Omit<CriticalDenial, "id" | "at">): CriticalDenial;
+  /** This session's critical denials of the last five minutes, newest first. */
+  critical(sessionId: string): readonly CriticalDenial[];
+  /** Starts breaking the glass on the `n`th critical denial (1 = newest): the phrase to type. */
+  challenge(
+    sessionId: string,
+    n: number,
+  ): { readonly kind: "challenge"; readonly challenge: BreakGlassChallenge } | { readonly kind: "refused"; readonly why: string };
+  /** The typed phrase: exactly the challenge's, in time, once, gives the one-shot grant. */
+  breakGlass(challenge: BreakGlassChallenge, typed: string | undefined): Approval;
 }
 
 export function createOverrides(now: () => number = Date.now): Overrides {
@@ -88,10 +130,27 @@ export function createOverrides(now: () => number = Date.now): Overrides {
   const denials = new Map<string, RecentDenial[]>();
   const grants = new Map<string, OneShotGrant>();
   const approved = new Set<DenialId>();
+  const criticals = new Map<string, CriticalDenial[]>();
+  const challenges = new Set<BreakGlassChallenge>();
   const key = (sessionId: string, hash: string) => `${sessionId}\0${hash}`;
+  const grant = (denial: RecentDenial, by: GrantProvenance): OneShotGrant => {
+    approved.add(denial.id);
+    const g: OneShotGrant = {
+      hash: denial.hash,
+      sessionId: denial.sessionId,
+      denialId: denial.id,
+      deniedToolCallId: denial.toolCallId,
+      escalation: denial.escalation,
+      expiresAt: now() + GRANT_TTL_MS,
+      by,
+    };
+    grants.set(key(denial.sessionId, denial.hash), g);
+    return g;
+  };
+  const recentCritical = (sessionId: string) => (criticals.get(sessionId) ?? []).filter((d) => now() - d.at <= BREAK_GLASS_WINDOW_MS);
   return {
     remember(d) {
-      const denial: RecentDenial = { ...d, id: next++ as DenialId };
+      const denial: RecentDenial = { ...d, id: next++ as DenialId, at: now() };
       const list = [denial, ...(denials.get(d.sessionId) ?? [])].slice(0, DENIALS_KEPT);
       denials.set(d.sessionId, list);
       return denial;
@@ -104,10 +163,7 @@ export function createOverrides(now: () => number = Date.now): Overrides {
       const denial = list[n - 1]!;
       // One approval per denial: the same action must be denied afresh before it can be approved again.
       if (approved.has(denial.id)) return { kind: "refused", why: `denial ${n} was already approved; it must be denied again before another approval` };
-      approved.add(denial.id);
-      const grant: OneShotGrant = { hash: denial.hash, sessionId, denialId: denial.id, escalation: denial.escalation, expiresAt: now() + GRANT_TTL_MS };
-      grants.set(key(sessionId, denial.hash), grant);
-      return { kind: "granted", denial, grant };
+      return { kind: "granted", denial, grant: grant(denial, "human-approval") };
     },
     consume(sessionId, hash) {
       const k = key(sessionId, hash);
@@ -115,6 +171,33 @@ export function createOverrides(now: () => number = Date.now): Overrides {
       if (!grant) return undefined;
       grants.delete(k);
       return now() <= grant.expiresAt ? grant : undefined;
+    },
+    rememberCritical(d) {
+      const denial: CriticalDenial = { ...d, id: next++ as DenialId, at: now() };
+      criticals.set(d.sessionId, [denial, ...recentCritical(d.sessionId)].slice(0, DENIALS_KEPT));
+      return denial;
+    },
+    critical: recentCritical,
+    challenge(sessionId, n) {
+      const list = recentCritical(sessionId);
+      if (!Number.isInteger(n) || n < 1 || n > list.length)
+        return {
+          kind: "refused",
+          why: list.length === 0 ? "there is no critical denial from the last five minutes in this session" : `choose a number from 1 to ${list.length}`,
+        };
+      const denial = list[n - 1]!;
+      if (approved.has(denial.id)) return { kind: "refused", why: "the glass was already broken for this denial" };
+      const c: BreakGlassChallenge = { denial, phrase: `BREAK-GLASS ${breakGlassCode()}`, expiresAt: now() + PHRASE_TTL_MS };
+      challenges.add(c);
+      return { kind: "challenge", challenge: c };
+    },
+    breakGlass(c, typed) {
+      // A challenge answers once, right or wrong: a wrong guess needs a new phrase.
+      if (!challenges.delete(c)) return { kind: "refused", why: "this phrase was already used or never issued" };
+      if (now() > c.expiresAt) return { kind: "refused", why: `the phrase was typed after ${PHRASE_TTL_MS / 1000} s` };
+      if (typed?.trim() !== c.phrase) return { kind: "refused", why: "the typed phrase does not match" };
+      if (approved.has(c.denial.id)) return { kind: "refused", why: "the glass was already broken for this denial" };
+      return { kind: "granted", denial: c.denial, grant: grant(c.denial, "break-glass") };
     },
   };
 }

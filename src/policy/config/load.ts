@@ -27,11 +27,23 @@ export interface PolicyConfig {
   readonly review: readonly CompiledRule[];
   readonly deny: readonly CompiledRule[];
   readonly files: readonly string[];
+  /** /perm-break-glass is allowed: neither the user's file nor the project's turned it off. */
+  readonly breakGlass: boolean;
 }
 
 export type ConfigResult = { readonly ok: true; readonly config: PolicyConfig } | { readonly ok: false; readonly path: string; readonly message: string };
 
-export const EMPTY_CONFIG: PolicyConfig = { tmpRoot: undefined, reviewer: {}, undo: {}, protectedPaths: [], allow: [], review: [], deny: [], files: [] };
+export const EMPTY_CONFIG: PolicyConfig = {
+  tmpRoot: undefined,
+  reviewer: {},
+  undo: {},
+  protectedPaths: [],
+  allow: [],
+  review: [],
+  deny: [],
+  files: [],
+  breakGlass: true,
+};
 
 /** The undo store's bounds: the user's, or the defaults (also when the configuration is at fault). */
 export function undoBounds(config: ConfigResult): UndoBounds {
@@ -189,6 +201,7 @@ function layer(loc: ConfigLocation, userPath: string, projectPath: string, user:
       review: [...userRules.review, ...projectRules.review],
       deny: [...userRules.deny, ...projectRules.deny],
       files: [user.kind === "ok" ? userPath : undefined, project.kind === "ok" ? projectPath : undefined].filter((f): f is string => f !== undefined),
+      breakGlass: u?.breakGlass !== false && p?.breakGlass !== false,
     },
   };
 }

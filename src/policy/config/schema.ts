@@ -31,6 +31,8 @@ export const UserConfigSchema = Type.Object(
       ),
     ),
     protectedPaths: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { maxItems: 1000 })),
+    /** Whether /perm-break-glass may override a reviewer's critical denial (on unless false). */
+    breakGlass: Type.Optional(Type.Boolean()),
     rules: Type.Optional(
       Type.Object({ allow: Type.Optional(RuleList), review: Type.Optional(RuleList), deny: Type.Optional(RuleList) }, { additionalProperties: false }),
     ),
@@ -53,6 +55,8 @@ export const ProjectConfigSchema = Type.Object(
     $schema: Type.Optional(Type.String()),
     version: Type.Literal(1),
     protectedPaths: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { maxItems: 1000 })),
+    // A project may turn break glass off for its workspace, never on (P15).
+    breakGlass: Type.Optional(Type.Literal(false)),
     rules: Type.Optional(Type.Object({ review: Type.Optional(RuleList), deny: Type.Optional(RuleList) }, { additionalProperties: false })),
   },
   { additionalProperties: false },
