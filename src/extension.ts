@@ -9,6 +9,7 @@ import { registerReviewerCommand } from "./commands/reviewer.ts";
 import { registerUndoCommand } from "./commands/undo.ts";
 import { registerOverrideCommands } from "./commands/overrides.ts";
 import { createOverrides } from "./grants/overrides.ts";
+import { publishBroker } from "./tools/broker-link.ts";
 import type { ReviewService } from "./review/service.ts";
 import { addUsage } from "./review/types.ts";
 import { createUsageLedger } from "./review/usage-ledger.ts";
@@ -235,6 +236,25 @@ export default function autoMode(pi: ExtensionAPI): void {
       };
     }
     return handle(event, ctx);
+  });
+
+  // Other extensions ask about their own boundaries through the same layers (P14).
+  publishBroker({
+    session: () => lastCtx,
+    reviewHook: async () => {
+      await (gate ??= buildGate());
+      return reviewHook;
+    },
+    admitDeps: {
+      runtime,
+      agentDir: getAgentDir,
+      ready: () => sandbox.ready(),
+      install,
+      overrides,
+      resetBreaker: () => reviews?.newTurn(),
+      askerContains: true,
+    },
+    record: (r) => pi.appendEntry(DECISION_ENTRY_TYPE, r),
   });
 
   const abortReviews = (reason: string) => reviews?.abortAll(reason);

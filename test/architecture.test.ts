@@ -14,7 +14,8 @@ const SRC = fileURLToPath(new URL("../src/", import.meta.url));
 /** The core, in the order of one tool call; state sits beside the request and policy it records. */
 const CORE = ["request", "policy", "state", "review", "grants", "sandbox", "audit", "eval"] as const;
 /** Where Pi is touched; they may import anything. */
-const EDGES = ["extension.ts", "tools", "commands", "ui", "cli"] as const;
+// broker.ts is the package's face to other extensions (pi-auto-mode/broker): an edge, though it needs no Pi.
+const EDGES = ["extension.ts", "broker.ts", "tools", "commands", "ui", "cli"] as const;
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((n) => {

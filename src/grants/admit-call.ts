@@ -98,6 +98,8 @@ export interface AdmitDeps {
   readonly install?: { readonly root: string; readonly env: NodeJS.ProcessEnv };
   /** Denials a user may override and the one-shot grants their approvals create (P14). */
   readonly overrides?: Overrides;
+  /** The asker runs a sandboxed outcome inside its own containment (the boundary broker): no ticket is needed. */
+  readonly askerContains?: boolean;
   /** A break-glass allow was used: the turn's breaker starts closed again (P13, P14). */
   readonly resetBreaker?: () => void;
 }
@@ -160,7 +162,7 @@ export function createCallGate(deps: AdmitDeps): (call: GateCall, env: CallEnv) 
     }
     if (step.approvedBy === "break-glass") deps.resetBreaker?.();
     // Nobody would run it contained: deny rather than let Pi's own bash run it bare (P5).
-    if (step.outcome === "sandboxed" && !deps.tickets) step = { ...step, outcome: "denied" };
+    if (step.outcome === "sandboxed" && !deps.tickets && !deps.askerContains) step = { ...step, outcome: "denied" };
     // Judged against files another admitted call may change before this one runs (a parallel
     // batch, a script's concurrent calls): this judgement could be stale when it runs (P5).
     let shape: CallShape | undefined;

@@ -49,6 +49,16 @@ describe("the installed package", () => {
       assert.ok(existsSync(join(installed, "dist", f)), f);
   });
 
+  test("another extension finds the boundary broker at pi-auto-mode/broker", () => {
+    assert.ok(existsSync(join(installed, "dist", "broker.js")));
+    const out = execFileSync(
+      process.execPath,
+      ["--input-type=module", "-e", 'const m = await import("pi-auto-mode/broker"); console.log(typeof m.getBoundaryBroker, String(m.BROKER_SYMBOL));'],
+      { cwd: root, encoding: "utf8" },
+    );
+    assert.equal(out.trim(), "function Symbol(pi-auto-mode:boundary-broker)");
+  });
+
   test("the command runs from dist under node_modules", async () => {
     const home = join(root, "home");
     mkdirSync(home, { recursive: true });
