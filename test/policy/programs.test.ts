@@ -15,8 +15,7 @@ import { buildEvalWorkspace, type EvalWorkspace } from "../../src/eval/workspace
 import { prepareGate } from "../../src/policy/gate.ts";
 import { analyzeShell, DISPATCHED_HERE } from "../../src/policy/shell/analyze.ts";
 import type { ShellEnv } from "../../src/policy/shell/env.ts";
-import { EXEC_HANDLERS } from "../../src/policy/shell/handlers/exec.ts";
-import { FILE_HANDLERS } from "../../src/policy/shell/handlers/files.ts";
+import { CODE_HANDLERS } from "../../src/policy/shell/handlers/index.ts";
 import { HANDLER_NAMES, loadCommandPolicy } from "../../src/policy/shell/programs.ts";
 import { HANDLED, POLICY_FAULT, PROGRAMS } from "../../src/policy/shell/table.ts";
 import { selfPaths } from "../../src/state/locations.ts";
@@ -54,7 +53,7 @@ describe("the shipped command policy", () => {
   });
 
   test("every handler a record names has code, and every handler's code has a record", () => {
-    const implemented = new Set<string>([...Object.keys(FILE_HANDLERS), ...Object.keys(EXEC_HANDLERS), ...DISPATCHED_HERE]);
+    const implemented = new Set<string>([...Object.keys(CODE_HANDLERS), ...DISPATCHED_HERE]);
     const named = new Set(HANDLED.values());
     assert.deepEqual(
       [...named].filter((h) => !implemented.has(h)),

@@ -10,9 +10,7 @@ import { judgeRead, judgeReadOperands, secretByText, TEXT_LIKE, URL_LIKE } from 
 import { MAX_CWDS, newBudget, newScriptState, setCwds, spend, TooComplex, type BudgetOptions, type ScriptState } from "./script-state.ts";
 import { judgeWrite, outputFindings, redirectWrites } from "./writes.ts";
 import { COMBINE_RANK, finding, strictest, type Finding } from "./finding.ts";
-import { FILE_HANDLERS, foundPaths, judgeFoundRemoval, operandHandler } from "./handlers/files.ts";
-import { commandOptionFindings, EXEC_HANDLERS, npx, xargs } from "./handlers/exec.ts";
-import { git } from "./handlers/git.ts";
+import { CODE_HANDLERS, commandOptionFindings, foundPaths, git, judgeFoundRemoval, npx, operandHandler, xargs } from "./handlers/index.ts";
 import { optionValues, staticArg, type Analyzer, type Handler, type Invocation } from "./invocation.ts";
 import { isSecretName } from "../../request/secret-names.ts";
 import type { HandlerName } from "./programs.ts";
@@ -605,7 +603,7 @@ export function policyFaultFinding(problem: string): Finding {
  */
 const HANDLERS: ReadonlyMap<string, Handler> = new Map<string, Handler>([
   ...[...HANDLED].flatMap(([program, name]): Array<[string, Handler]> => {
-    const own = FILE_HANDLERS[name] ?? EXEC_HANDLERS[name]?.(program);
+    const own = CODE_HANDLERS[name]?.(program);
     return own ? [[program, own]] : [];
   }),
   ...[...OPERANDS].map(([program, spec]): [string, Handler] => [program, operandHandler(program, spec)]),

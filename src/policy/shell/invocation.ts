@@ -2,6 +2,7 @@
 
 import type { Finding } from "./finding.ts";
 import type { Arg, SimpleCommand } from "./parse.ts";
+import type { HandlerName } from "./programs.ts";
 import type { ShellEnv } from "./env.ts";
 import type { ScriptState } from "./script-state.ts";
 
@@ -26,6 +27,9 @@ export interface Analyzer {
 }
 
 export type Handler = (inv: Invocation, an: Analyzer) => Finding[];
+
+/** A family's code handlers, by the name commands.json gives them; each made for one program. */
+export type HandlerRegistry = Partial<Record<HandlerName, (program: string) => Handler>>;
 
 export const DYNAMIC: Arg = { text: "{}", value: null, glob: false };
 

@@ -7,7 +7,7 @@ import { isDownloaded, locate, markDownloaded } from "../locate.ts";
 import { isSecretishFile, judgeRead, judgeReadOperands } from "../reads.ts";
 import { judgeDirWrite, judgeWrite, outputFindings, redirectWrites } from "../writes.ts";
 import { finding, type Finding } from "../finding.ts";
-import { hasFlag, operands, optionValues, staticArg, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
+import { hasFlag, operands, optionValues, staticArg, type Analyzer, type Handler, type HandlerRegistry, type Invocation } from "../invocation.ts";
 import type { Arg } from "../parse.ts";
 import type { HandlerName } from "../programs.ts";
 import {
@@ -35,7 +35,7 @@ import {
   SUBCOMMANDS,
   WRAPPERS,
 } from "../table.ts";
-import { rsyncLocal } from "./files.ts";
+import { rsyncLocal } from "./operands.ts";
 
 function runsDownloaded(an: Analyzer, arg: Arg | undefined): boolean {
   return arg !== undefined && isDownloaded(an.state, arg.value);
@@ -875,7 +875,7 @@ const crontab: Handler = (inv) =>
     : [finding("persistence", "crontab installs or removes scheduled jobs")];
 
 /** This family's code handlers, by the name commands.json gives them; each made for one program. */
-export const EXEC_HANDLERS: Partial<Record<HandlerName, (tool: string) => Handler>> = {
+export const EXEC_HANDLERS: HandlerRegistry = {
   shell: () => shell,
   interpreter: () => interpreter,
   // pip3 judges by pip's table, and says pip.

@@ -9,7 +9,7 @@ import { finding, type Finding } from "../finding.ts";
 import { hasFlag, operands, optionValues, staticArg, type Analyzer, type Handler, type Invocation } from "../invocation.ts";
 import type { Arg } from "../parse.ts";
 import { GIT_SAFE_CONFIG_KEYS, PROTECTED_BRANCHES, reasonOf, SUBCOMMANDS } from "../table.ts";
-import { isRegenerableTarget } from "./files.ts";
+import { isRegenerableTarget } from "./operands.ts";
 
 const CLONE_VALUE_OPTIONS = [
   "-b",

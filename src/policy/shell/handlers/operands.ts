@@ -1,17 +1,19 @@
-// Commands that create, change or remove files named by their arguments.
+// File operators, judged by what their operands are for (a record's `operands` in commands.json):
+// removal (rm, shred, truncate), copy and move, writing, mode changes and compression in place;
+// and ln, whose links the script's later commands see.
 
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { below, isRegenerableName, isWithin, memo, type StatSource } from "../../places.ts";
 import type { ShellEnv } from "../env.ts";
-import { expandGlob, globToRegExp, isDownloaded, locate, markDownloaded, type Located } from "../locate.ts";
+import { finding, strictest, type Finding } from "../finding.ts";
+import { hasFlag, operands, optionValues, type Analyzer, type Handler, type HandlerRegistry } from "../invocation.ts";
+import { expandGlob, globToRegExp, isDownloaded, locate, type Located } from "../locate.ts";
+import type { Arg } from "../parse.ts";
+import type { OperandRole } from "../programs.ts";
 import { judgeRead } from "../reads.ts";
 import { spend, WRITE_STEPS } from "../script-state.ts";
-import { heldSelf, heldSelves, judgeDirWrite, judgeWrite, writeFinding } from "../writes.ts";
-import { finding, strictest, type Finding } from "../finding.ts";
-import { DYNAMIC, hasFlag, operands, optionValues, staticArg, type Analyzer, type Handler } from "../invocation.ts";
-import type { Arg } from "../parse.ts";
-import type { HandlerName, OperandRole } from "../programs.ts";
 import { CRITICAL_DIRS, type OperandSpec, REGENERABLE_FILES } from "../table.ts";
+import { heldSelf, heldSelves, judgeWrite, writeFinding } from "../writes.ts";
 
 function criticalPaths(env: ShellEnv): Set<string> {
   const out = new Set<string>();
@@ -26,6 +28,7 @@ function criticalPaths(env: ShellEnv): Set<string> {
 
 // Keyed by the places (kept across calls while nothing they depend on changes) and the home spelling.
 const criticalCache = new WeakMap<object, Map<string, Set<string>>>();
+
 function isCritical(env: ShellEnv, p: string): boolean {
   let byHome = criticalCache.get(env.places);
   if (!byHome) criticalCache.set(env.places, (byHome = new Map()));
@@ -82,7 +85,7 @@ interface DestroyHow {
   readonly pattern: string | undefined;
 }
 
-function judgeDestroy(env: ShellEnv, an: Analyzer, t: Arg, verb: string, recursive: boolean, alwaysReview: boolean): Finding {
+export function judgeDestroy(env: ShellEnv, an: Analyzer, t: Arg, verb: string, recursive: boolean, alwaysReview: boolean): Finding {
   if (t.found) return judgeFoundDestroy(env, an, t, verb, alwaysReview);
   if (t.value === null) return finding("destructive", `${verb} removes ${t.text}, a path only known at run time`);
   const places = t.glob ? expandGlob(an.state, t.value) : locate(an.state, t.value);
@@ -109,6 +112,7 @@ function matchesInside(env: ShellEnv, dir: Located, shown: string, how: DestroyH
 }
 
 const UNLINKS = new Set(["rm", "rmdir", "unlink"]);
+
 const ONE_LINK: StatSource = { fileLinks: () => 1 };
 
 /** One place a removal may hit. Only the workspace's own regenerable output is cleanup. */
@@ -373,264 +377,12 @@ const chmodLike =
     return out;
   };
 
-const dd: Handler = (inv, an) => {
-  const out: Finding[] = [];
-  for (const a of inv.args) {
-    const v = a.value;
-    if (v === null) {
-      out.push(finding("outside-writable-roots", `dd with an operand only known at run time (${a.text})`));
-    } else if (v.startsWith("of=")) {
-      out.push(judgeWrite(an.env, an.state, { ...a, value: v.slice(3) }, "dd writes"));
-    } else if (v.startsWith("if=")) {
-      const r = judgeRead(an.env, an.state, { ...a, value: v.slice(3) }, false);
-      if (r) out.push(r);
-    }
-  }
-  return out;
-};
-
-/** sed -i and awk -i inplace rewrite their file operands; sed's e/w commands run or write elsewhere. */
-const sed: Handler = (inv, an) => {
-  const inPlace = inv.args.some((a) => a.value !== null && ((/^-[a-zA-Z]*i/.test(a.value) && !a.value.startsWith("--")) || a.value.startsWith("--in-place")));
-  const scripts = optionValues(inv.args, ["-e", "-f"], ["--expression", "--file"]);
-  const ops = operands(inv.args, ["-e", "-f", "--expression", "--file", "-l", "--line-length"]);
-  if (scripts.length === 0 && ops.length > 0) scripts.push(ops.shift()!);
-  const out: Finding[] = [];
-  for (const s of scripts) {
-    if (s.value === null) out.push(finding("inline-code", "sed runs a script only known at run time"));
-    else if (/(^|[;\n{}])\s*[ewW]\b|\/[gpIiMm0-9]*[ew][gpIiMm0-9]*\s*($|[;}\n])/.test(s.value) || SED_E_COMMAND.test(s.value) || SED_WRITE.test(s.value))
-      out.push(finding("inline-code", "sed script runs commands or writes files (e/w)"));
-    if (s.value !== null) out.push(...sedCommandFindings(s.value, an));
-  }
-  for (const f of ops) {
-    if (inPlace) out.push(judgeWrite(an.env, an.state, f, "sed -i rewrites"));
-    else {
-      const r = judgeRead(an.env, an.state, f, false);
-      if (r) out.push(r);
-    }
-  }
-  return out;
-};
-
-/** system("cmd"), print | "cmd", "cmd" | getline, over a program whose strings are numbered ("0"). */
-const AWK_CONSTANT_COMMAND = /\bsystem\s*\(\s*"(\d+)"\s*\)|(?<!\|)\|&?\s*"(\d+)"|"(\d+)"\s*\|&?\s*getline\b/g;
-/** system(expr), expr | getline, print ... | expr: a command built at run time. */
-const AWK_BUILT_COMMAND = /\bsystem\s*\((?!\s*"\d+"\s*\))|[^"\s|]\s*\|&?\s*getline\b|\bprintf?\b[^;{}\n]*?(?<!\|)\|&?\s*(?![|"])[A-Za-z_$(]/;
-
-/** The program with every string constant replaced by its number, and the constants unescaped. */
-function awkSkeleton(program: string): { code: string; strings: string[] } {
-  const strings: string[] = [];
-  const code = program.replace(/"((?:[^"\\]|\\.)*)"/g, (_, body: string) => {
-    strings.push(body.replace(/\\(.)/g, (_e, c: string) => ({ n: "\n", t: "\t" })[c] ?? c));
-    return `"${strings.length - 1}"`;
-  });
-  return { code, strings };
-}
-
-/**
- * The shell commands an awk program runs. Constant ones are read as scripts (awk's output piped
- * into them: `print | "sh"` runs data as code); one built at run time is code the gate cannot see.
- */
-function awkCommandFindings(program: string, an: Analyzer): Finding[] {
-  const { code, strings } = awkSkeleton(program);
-  if (AWK_BUILT_COMMAND.test(code)) return [finding("dynamic-command", "awk program runs a command built at run time")];
-  const out: Finding[] = [];
-  for (const m of code.matchAll(AWK_CONSTANT_COMMAND)) {
-    const cmd = strings[Number(m[1] ?? m[2] ?? m[3])]!;
-    out.push(...an.script(m[2] !== undefined ? `: | ${cmd}` : cmd, "awk command"));
-  }
-  return out;
-}
-
-/** A sed address: a line number (with ~step), `$`, or a /regex/ with flags. */
-const SED_ADDRESS = String.raw`(?:\d+(?:~\d+)?|\$|\/(?:[^/\\\n]|\\.)*\/[IM]*)`;
-/** GNU sed's `e [COMMAND]`, after optional addresses and `!`: the command runs to the end of the line. */
-const SED_COMMAND_START = String.raw`(?:^|[;\n{}])\s*(?:${SED_ADDRESS}(?:\s*,\s*${SED_ADDRESS})?)?\s*!?\s*`;
-const SED_E_COMMAND = new RegExp(String.raw`${SED_COMMAND_START}e(?:[ \t]+([^\n]*))?(?=\n|$|;|})`);
-/** `s/x/y/FLAGS`: group 2 holds the flags, group 3 a `w FILE` flag's file. */
-const SED_SUBSTITUTE = /(?:^|[;\n{}])\s*s(.)(?:(?!\1)[^\\\n]|\\.)*\1(?:(?!\1)[^\\\n]|\\.)*\1([gpIiMme0-9]*)(?:w\s*([^\n]+))?/;
-/** `w FILE` and `W FILE` write to FILE, which runs to the end of the line. */
-const SED_WRITE = new RegExp(String.raw`${SED_COMMAND_START}[wW][ \t]+([^\n]+)`);
-
-/**
- * What a sed script runs and writes besides its operands: `e COMMAND` is a shell script, `e` alone
- * and `s///e` run the edited text, and `w FILE` (also as an s flag) writes FILE.
- */
-function sedCommandFindings(script: string, an: Analyzer): Finding[] {
-  const out: Finding[] = [];
-  for (const m of script.matchAll(new RegExp(SED_SUBSTITUTE, "g"))) {
-    if (m[2]!.includes("e")) return [finding("dynamic-command", "sed executes the text it edits as a command (s///e)")];
-    if (m[3] !== undefined) out.push(judgeWrite(an.env, an.state, staticArg(m[3]), "sed writes"));
-  }
-  for (const m of script.matchAll(new RegExp(SED_E_COMMAND, "g"))) {
-    if (m[1] === undefined || m[1].trim() === "") return [finding("dynamic-command", "sed executes the text it edits as a command (e)")];
-    out.push(...an.script(m[1], "sed e command"));
-  }
-  for (const m of script.matchAll(new RegExp(SED_WRITE, "g"))) out.push(judgeWrite(an.env, an.state, staticArg(m[1]!), "sed writes"));
-  return out;
-}
-
-const awk: Handler = (inv, an) => {
-  const out: Finding[] = [];
-  const hasProgramFile = optionValues(inv.args, ["-f"], ["--file"]).length > 0;
-  const ops = operands(inv.args, ["-f", "-v", "-F", "--file", "--assign", "--field-separator", "-i", "--include"]);
-  const program = hasProgramFile ? undefined : ops.shift();
-  if (hasProgramFile) out.push(finding("inline-code", "awk runs a program file"));
-  if (program && (program.value === null || /system\s*\(|\|\s*(getline|")|>\s*"|print[^;]*>|\bfflush\b.*\|/.test(program.value)))
-    out.push(finding("inline-code", "awk program runs commands or writes files"));
-  if (program?.value) out.push(...awkCommandFindings(program.value, an));
-  const inPlace = optionValues(inv.args, ["-i"], ["--include"]).some((a) => a.value === "inplace");
-  for (const f of ops) {
-    if (f.value?.includes("=")) continue; // var=value assignment operand
-    if (inPlace) out.push(judgeWrite(an.env, an.state, f, "awk -i inplace rewrites"));
-    else {
-      const r = judgeRead(an.env, an.state, f, false);
-      if (r) out.push(r);
-    }
-  }
-  return out;
-};
-
-const tar: Handler = (inv, an) => {
-  const first = inv.args[0]?.value ?? "";
-  const modeWord = first.startsWith("-") ? first.slice(1) : first;
-  const has = (c: string, long: string) => (!first.startsWith("--") && modeWord.includes(c)) || hasFlag(inv.args, c, [long]);
-  const extract = has("x", "--extract") || has("x", "--get");
-  const create = has("c", "--create") || has("r", "--append") || has("u", "--update");
-  const out: Finding[] = [];
-  const files = optionValues(inv.args, ["-f"], ["--file"]);
-  const bundledFile = !first.startsWith("-") && modeWord.includes("f") ? inv.args[1] : undefined;
-  if (bundledFile) files.push(bundledFile);
-  if (extract) {
-    const dirs = optionValues(inv.args, ["-C"], ["--directory"]);
-    if (dirs.length === 0) dirs.push({ text: ".", value: ".", glob: false });
-    for (const d of dirs) out.push(judgeDirWrite(an, d, "tar extracts into"));
-    // Unpacking a download (a downloaded file, or a pipe from curl) makes its contents downloads too.
-    const fromStdin = files.length === 0 || files.some((f) => f.value === "-");
-    if (files.some((f) => isDownloaded(an.state, f.value)) || (fromStdin && inv.pipedInput && an.state.network !== undefined))
-      for (const d of dirs) markDownloaded(an.state, d.value);
-  }
-  if (create) {
-    for (const f of files) if (f.value !== "-") out.push(judgeWrite(an.env, an.state, f, "tar writes"));
-    const skip = new Set(files);
-    // Members are read relative to the last -C directory, or the cwd when there is none.
-    const dirs = optionValues(inv.args, ["-C"], ["--directory"]);
-    for (const a of operands(inv.args.slice(bundledFile ? 2 : 1), ["-f", "-C", "--file", "--directory", "-T", "-X"])) {
-      if (skip.has(a) || dirs.includes(a)) continue;
-      for (const m of [a, ...dirs.map((d) => memberOf(d, a))]) {
-        const r = judgeRead(an.env, an.state, m, true);
-        if (r) out.push(r);
-      }
-    }
-  }
-  return out;
-};
-
-function memberOf(dir: Arg, member: Arg): Arg {
-  if (dir.value === null || member.value === null) return { text: `${dir.text}/${member.text}`, value: null, glob: false };
-  return { ...member, value: isAbsolute(member.value) ? member.value : join(dir.value, member.value) };
-}
-
-const unzip: Handler = (inv, an) => {
-  if (hasFlag(inv.args, "lvtz", [])) return [];
-  const dirs = optionValues(inv.args, ["-d"], []);
-  if (dirs.length === 0) dirs.push({ text: ".", value: ".", glob: false });
-  const archive = operands(inv.args, ["-d", "-x", "-P"])[0];
-  if (archive && isDownloaded(an.state, archive.value)) for (const d of dirs) markDownloaded(an.state, d.value);
-  return dirs.map((d) => judgeDirWrite(an, d, "unzip extracts into"));
-};
-
-const zip: Handler = (inv, an) => {
-  const ops = operands(inv.args, ["-x", "-i", "-b", "-n", "-t", "-tt"]);
-  const archive = ops.shift();
-  const out: Finding[] = archive ? [judgeWrite(an.env, an.state, archive, "zip writes")] : [];
-  for (const s of ops) {
-    const r = judgeRead(an.env, an.state, s, true);
-    if (r) out.push(r);
-  }
-  return out;
-};
-
 const compressInPlace =
   (verb: string): Handler =>
   (inv, an) => {
     if (hasFlag(inv.args, "ctl", ["--stdout", "--to-stdout", "--test", "--list"])) return [];
     return operands(inv.args, ["-S", "--suffix"]).map((a) => judgeWrite(an.env, an.state, a, `${verb} replaces`));
   };
-
-const patch: Handler = (inv, an) => {
-  const out = optionValues(inv.args, ["-o"], ["--output"]).map((o) => judgeWrite(an.env, an.state, o, "patch writes"));
-  const dirs = optionValues(inv.args, ["-d"], ["--directory"]);
-  const target = dirs[0] ?? { text: ".", value: ".", glob: false };
-  out.push(judgeWrite(an.env, an.state, target, "patch changes files in"));
-  return out;
-};
-
-/** Operators that make a find expression more than a conjunction of tests. */
-const FIND_NON_AND = new Set(["-o", "-or", "!", "-not", ",", "(", ")"]);
-
-/** The start points of a find command, and where its expression begins. */
-function findStarts(args: readonly Arg[]): { starts: Arg[]; exprAt: number } {
-  const starts: Arg[] = [];
-  let i = 0;
-  for (; i < args.length; i++) {
-    const v = args[i]!.value;
-    if (v !== null && (v.startsWith("-") || v === "(" || v === "!" || v === ")")) break;
-    starts.push(args[i]!);
-  }
-  if (starts.length === 0) starts.push({ text: ".", value: ".", glob: false });
-  return { starts, exprAt: i };
-}
-
-/**
- * The paths find selects, one per start point. In a pure conjunction every selected path passes
- * every test, so a `-name` pattern is a fact about its name; with `-o` or `!` it is not.
- */
-export function foundPaths(args: readonly Arg[]): Arg[] {
-  const { starts, exprAt } = findStarts(args);
-  const expr = args.slice(exprAt);
-  const conjunction = expr.every((a) => a.value !== null && !FIND_NON_AND.has(a.value));
-  const nameAt = expr.findIndex((a) => a.value === "-name" || a.value === "-iname");
-  const name = conjunction && nameAt >= 0 ? (expr[nameAt + 1]?.value ?? undefined) : undefined;
-  return starts.map((base) => ({ text: "{}", value: null, glob: false, found: { base, name } }));
-}
-
-/** find: names only, unless it deletes, runs commands or writes listings. */
-const find: Handler = (inv, an) => {
-  const args = inv.args;
-  const { exprAt } = findStarts(args);
-  const found = foundPaths(args);
-  const out: Finding[] = [];
-  for (let i = exprAt; i < args.length; i++) {
-    const v = args[i]!.value;
-    if (v === "-delete") {
-      for (const f of found) out.push(judgeDestroy(an.env, an, f, "find -delete", true, false));
-    } else if (v === "-exec" || v === "-execdir" || v === "-ok" || v === "-okdir") {
-      const cmd: Arg[] = [];
-      for (i++; i < args.length; i++) {
-        const w = args[i]!.value;
-        if (w === ";" || w === "+") break;
-        cmd.push(args[i]!);
-      }
-      // `{}` alone is one selected path; inside a longer word it is only known at run time.
-      for (const f of found)
-        out.push(
-          ...an.argv(
-            cmd.map((a) => (a.value === "{}" ? f : a.value?.includes("{}") ? DYNAMIC : a)),
-            inv.source,
-            false,
-          ),
-        );
-    } else if (v === "-fprint" || v === "-fprint0" || v === "-fprintf" || v === "-fls") {
-      const f = args[i + 1];
-      if (f) out.push(judgeWrite(an.env, an.state, f, `find ${v} writes`));
-    }
-  }
-  return out;
-};
-
-/** This family's code handlers, by the name commands.json gives them. */
-export const FILE_HANDLERS: Partial<Record<HandlerName, Handler>> = { ln, dd, sed, awk, tar, unzip, zip, patch, find };
 
 /** A file operator's handler, from its record's operands. */
 export function operandHandler(tool: string, spec: OperandSpec): Handler {
@@ -650,3 +402,6 @@ export function operandHandler(tool: string, spec: OperandSpec): Handler {
       return compressInPlace(tool);
   }
 }
+
+/** This family's code handlers, by the name commands.json gives them. */
+export const OPERAND_HANDLERS: HandlerRegistry = { ln: () => ln };
