@@ -124,14 +124,14 @@ function judgeFileWrite(tool: string, raw: string, lexical: string, real: string
 }
 
 function judgeBash(command: string, ctx: JudgeContext): Judgement {
-  const { verdict, findings, extraction } = analyzeShell(command, ctx.shell);
+  const { strictest, findings, extraction } = analyzeShell(command, ctx.shell);
   // Without rules nothing reads the subject. The analysis hands over its reading of the command.
   const subject = ctx.rulesConfigured === false ? { tool: "bash", commands: [], paths: [] } : bashSubject(command, ctx, extraction);
-  const parts = otherClasses(verdict.cls, findings);
-  return { kind: "bash", cls: verdict.cls, reason: verdict.reason, detail: verdict.detail, subject, ...(parts.length > 0 ? { parts } : {}) };
+  const parts = otherClasses(strictest.cls, findings);
+  return { kind: "bash", cls: strictest.cls, reason: strictest.reason, detail: strictest.detail, subject, ...(parts.length > 0 ? { parts } : {}) };
 }
 
-/** The first finding of each class other than the verdict's, in order. */
+/** The first finding of each class other than the strictest finding's, in order. */
 function otherClasses(cls: CommandClass, findings: readonly { cls: CommandClass; reason: ReasonCode; detail: string }[]): NonNullable<Judgement["parts"]> {
   const seen = new Set<CommandClass>([cls]);
   const out: { cls: CommandClass; reason: ReasonCode; detail: string }[] = [];

@@ -52,10 +52,10 @@ function assertWellFormed(tool: string, input: unknown, backend: Backend): Decis
 function assertWithinBudget(command: string): void {
   const a = analyzeShell(command, prepareGate(setup).judge.shell);
   if (a.steps <= ANALYSIS_STEPS) return;
-  const stopped = a.verdict.reason === "shell-unparseable" && /too complex to judge quickly/.test(a.verdict.detail);
+  const stopped = a.strictest.reason === "shell-unparseable" && /too complex to judge quickly/.test(a.strictest.detail);
   assert.ok(
-    stopped || a.verdict.cls === "deny",
-    `${a.steps} steps spent (bound ${ANALYSIS_STEPS}), verdict ${a.verdict.cls}/${a.verdict.reason}: ${a.verdict.detail}`,
+    stopped || a.strictest.cls === "deny",
+    `${a.steps} steps spent (bound ${ANALYSIS_STEPS}), verdict ${a.strictest.cls}/${a.strictest.reason}: ${a.strictest.detail}`,
   );
 }
 

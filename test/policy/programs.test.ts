@@ -40,7 +40,7 @@ describe("the shipped command policy", () => {
     for (const [name, r] of PROGRAMS)
       for (const [command, cls] of Object.entries(r.examples ?? {})) {
         count++;
-        const v = analyzeShell(command, env).verdict;
+        const v = analyzeShell(command, env).strictest;
         if (v.cls !== cls) wrong.push(`${name}: ${command} is ${v.cls} (${v.detail}), the record says ${cls}`);
       }
     assert.deepEqual(wrong, []);
@@ -152,7 +152,7 @@ import { prepareGate } from ${src("policy/gate.ts")};
 import { selfPaths } from ${src("state/locations.ts")};
 const dir = ${JSON.stringify(dir)};
 const gate = prepareGate({ cwd: dir, home: dir, agentDir: dir + "/agent", defaultTmpRoot: dir, selfPaths: selfPaths(dir + "/agent") });
-for (const c of ["ls", "echo hi"]) { const v = analyzeShell(c, gate.judge.shell).verdict; console.log(v.cls, v.reason, v.detail); }`,
+for (const c of ["ls", "echo hi"]) { const v = analyzeShell(c, gate.judge.shell).strictest; console.log(v.cls, v.reason, v.detail); }`,
     );
     const r = spawnSync(process.execPath, ["--import", pathToFileURL(register).href, probe], { encoding: "utf8" });
     assert.equal(r.status, 0, r.stderr);

@@ -25,7 +25,7 @@ before(() => {
 after(() => w.dispose());
 
 const fill = (cmd: string) => cmd.replace(/\{\{(ws|home|tmp)\}\}/g, (_m, k: "ws" | "home" | "tmp") => w[k]);
-const verdict = (cmd: string) => analyzeShell(fill(cmd), env).verdict;
+const verdict = (cmd: string) => analyzeShell(fill(cmd), env).strictest;
 
 /** Each row: command, expected class, and optionally the expected reason. */
 type Row = readonly [string, CommandClass, ReasonCode?];

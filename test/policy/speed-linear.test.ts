@@ -35,7 +35,7 @@ describe("work grows linearly with the size of the command", () => {
     test(name, () => {
       const sizes = [4096, 16384, 65536];
       const runs = sizes.map((b) => analyzeShell(shape(b), env, UNBOUNDED));
-      for (const r of runs) assert.doesNotMatch(r.verdict.detail, /too complex/, "runs to its end with the budget lifted");
+      for (const r of runs) assert.doesNotMatch(r.strictest.detail, /too complex/, "runs to its end with the budget lifted");
       for (let i = 1; i < runs.length; i++) {
         const [a, b] = [runs[i - 1]!, runs[i]!];
         assert.ok(b.steps <= LINEAR * Math.max(a.steps, 1), `${sizes[i]} bytes: ${b.steps} steps after ${a.steps}`);
@@ -52,8 +52,8 @@ describe("shapes that would grow without limit stop at their bound", () => {
   test("cds that may each fail: at most MAX_CWDS possible directories, then too complex (20 cds took 62 s)", () => {
     const twenty = Array.from({ length: 20 }, (_, i) => `cd d${i}`).join(" ; ") + " ; ls";
     const r = analyzeShell(twenty, env, UNBOUNDED);
-    assert.equal(r.verdict.reason, "shell-unparseable");
-    assert.match(r.verdict.detail, new RegExp(`more than ${MAX_CWDS} possible ways`));
+    assert.equal(r.strictest.reason, "shell-unparseable");
+    assert.match(r.strictest.detail, new RegExp(`more than ${MAX_CWDS} possible ways`));
     assert.ok(r.steps < 200, `${r.steps} steps`);
     const big = analyzeShell(SHAPES["cd ; list"]!(65536), env, UNBOUNDED);
     assert.ok(big.steps < 200, `64 KB: ${big.steps} steps`);
@@ -61,13 +61,13 @@ describe("shapes that would grow without limit stop at their bound", () => {
 
   test("a long && chain of cds: where it may stop is bounded the same way", () => {
     const r = analyzeShell(SHAPES["cd && chain"]!(65536), env, UNBOUNDED);
-    assert.match(r.verdict.detail, /too complex/);
+    assert.match(r.strictest.detail, /too complex/);
     assert.ok(r.steps < 2000, `${r.steps} steps`);
   });
 
   test("cds in and back out stay one or two possible directories however long the chain", () => {
     const r = analyzeShell(SHAPES["cd in and out"]!(65536), env, UNBOUNDED);
-    assert.doesNotMatch(r.verdict.detail, /too complex/);
+    assert.doesNotMatch(r.strictest.detail, /too complex/);
   });
 
   test("substitutions nested past the bound are not parsed; below it the parser's reads grow linearly", () => {

