@@ -1,4 +1,6 @@
 // Judging a write (creating, changing or removing) of a path: where it lands decides its class.
+// Also what writes besides a command's operands: a redirection to a file, an output option, a
+// directory unpacked, cloned or mounted into.
 
 import { basename } from "node:path";
 import commandData from "../data/commands.json" with { type: "json" };

@@ -1,3 +1,5 @@
+// Editors that run commands: vim's Ex commands given on the command line, emacs's Lisp.
+
 import { finding, type Finding } from "../finding.ts";
 import { optionValues, staticArg, type Handler, type HandlerRegistry } from "../invocation.ts";
 

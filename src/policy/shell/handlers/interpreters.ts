@@ -1,3 +1,6 @@
+// Language interpreters (python, node, perl, ruby, ...): inline code is read only for hazards no
+// sandbox makes harmless; a script or module is code the gate does not read.
+
 import { finding, type Finding } from "../finding.ts";
 import { operands, staticArg, type Handler, type HandlerRegistry } from "../invocation.ts";
 import { INLINE_CODE_HAZARDS, INLINE_CODE_OPTIONS, INLINE_CODE_SELF_DISABLING, INTERPRETER_HAZARDS, PI_CLI, PYTHON_MODULES, reasonOf } from "../table.ts";

@@ -1,3 +1,5 @@
+// Pi's own command line, which can take auto mode out of the agent.
+
 import { finding } from "../finding.ts";
 import type { Handler, HandlerRegistry } from "../invocation.ts";
 import { PI_CLI, reasonOf, SUBCOMMANDS } from "../table.ts";

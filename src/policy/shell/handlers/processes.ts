@@ -1,3 +1,6 @@
+// Programs that run or reach other processes: xargs and parallel run a command once per input,
+// kill signals processes, crontab schedules jobs.
+
 import { finding, type Finding } from "../finding.ts";
 import { operands, staticArg, type Handler, type HandlerRegistry } from "../invocation.ts";
 import type { Arg } from "../parse.ts";

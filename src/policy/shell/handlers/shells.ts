@@ -1,3 +1,7 @@
+// Shells and what runs a shell command line: sh -c and scripts (a constant piped text or
+// here-document is read as a script), source, trap handlers, and the options of other programs
+// whose value is a command line they run.
+
 import { finding, type Finding } from "../finding.ts";
 import { hasFlag, operands, optionValues, type Analyzer, type Handler, type HandlerRegistry, type Invocation } from "../invocation.ts";
 import { isDownloaded, locate } from "../locate.ts";
