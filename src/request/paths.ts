@@ -230,6 +230,16 @@ export class PathFacts {
   private readonly stats = new Map<string, Stats | null | Error>();
   /** Kinds learnt from listings and from DirEntries, for entries not (yet) looked up with lstat. */
   private readonly kinds = new Map<string, EntryKind | null>();
+  /**
+   * The entry kinds of each directory listed during this call, by name: what its `readdir` told,
+   * or the kept DirEntries that this call found valid (with the listing's names, so that only
+   * listed names are answered from it). A listed entry's kind is moved to `kinds` when it is first
+   * asked for (hint), not for every listed name when the directory is listed: a glob over n
+   * entries mostly asks for none of them (`rm -rf *`), and building n paths and map entries at
+   * every call cost more than the rest of the listing. Only facts of this call, as `kinds` is: a
+   * later call validates the directory's DirEntries against its stamp again.
+   */
+  private readonly listedKinds = new Map<string, { readonly kinds: ReadonlyMap<string, EntryKind | null>; readonly names?: ReadonlySet<string> }>();
   private readonly reals = new Map<string, RealPath | Error>();
   private readonly listings = new Map<string, string[] | null>();
   private readonly known: ReadonlyMap<string, string>;
@@ -291,7 +301,7 @@ export class PathFacts {
 
   /** The kind of the entry at `p` (a symlink is not followed), or undefined when there is none. */
   kind(p: string): EntryKind | undefined {
-    const hint = this.stats.has(p) ? undefined : this.kinds.get(p);
+    const hint = this.stats.has(p) ? undefined : this.hint(p);
     if (hint === null) return undefined;
     if (hint !== undefined) return hint;
     const st = this.lstat(p);
@@ -370,25 +380,24 @@ export class PathFacts {
     } catch {
       entries = undefined;
     }
-    const child = (name: string) => (dir === "/" ? `/${name}` : `${dir}/${name}`);
     if (entries?.listing) {
       names = entries.listing.names;
-      for (const name of names) {
-        const k = entries.kinds.get(name);
-        if (k !== undefined && !this.stats.has(child(name))) this.kinds.set(child(name), k);
-      }
+      // The directory has the stamp its kept kinds were read under: they hold for this call.
+      this.listedKinds.set(dir, { kinds: entries.kinds, names: entries.listing.set });
     } else {
       this.calls++;
       try {
         const read = readdirSync(dir, { withFileTypes: true });
         names = [];
+        const kinds = new Map<string, EntryKind>();
         for (const e of read) {
           names.push(e.name);
           // DT_UNKNOWN (some file systems) tells nothing: such an entry is looked up when asked.
           const kind: EntryKind | undefined = e.isSymbolicLink() ? "symlink" : e.isDirectory() ? "directory" : e.isFile() ? "file" : undefined;
-          if (kind !== undefined) this.kinds.set(child(e.name), kind);
+          if (kind !== undefined) kinds.set(e.name, kind);
           if (entries && kind !== undefined) keepKind(dir, entries, e.name, kind);
         }
+        this.listedKinds.set(dir, { kinds });
         if (entries && names.length <= NAMES_PER_DIR && room(names.length, dir)) {
           entries.listing = { names, set: new Set(names) };
           namesKept += names.length;
@@ -407,7 +416,7 @@ export class PathFacts {
    * most, which also vouches for its other entries), otherwise by an lstat of `p`, kept for later.
    */
   private entryKind(dir: string, name: string, p: string): EntryKind | undefined {
-    if (this.stats.has(p) || this.kinds.has(p)) return this.kind(p);
+    if (this.stats.has(p) || this.hint(p) !== undefined) return this.kind(p);
     const cached = dirCache.get(dir);
     // A listed name of unknown kind (DT_UNKNOWN) is looked up; a name the listing lacks has no entry.
     const held =
@@ -461,6 +470,51 @@ export class PathFacts {
     }
     this.valid.set(dir, entries ?? null);
     return entries;
+  }
+
+  /**
+   * The kind this call knows for the entry at `p` without looking it up (null: no such entry),
+   * from `kinds` or from a listing of its directory (then kept in `kinds`). Where both know the
+   * entry, `kinds` answers: what it held before the listing came from the same directory under the
+   * stamp this call found (the DirEntries the listing is part of, or a trusted root this call's
+   * preparation checked), so the two differ only if the directory changed during the call, and
+   * then each is a view this call took of it (the copy this replaced let the listing answer).
+   */
+  private hint(p: string): EntryKind | null | undefined {
+    const known = this.kinds.get(p);
+    if (known !== undefined || this.listedKinds.size === 0) return known;
+    const listed = this.listedKind(p);
+    if (listed !== undefined) this.kinds.set(p, listed);
+    return listed;
+  }
+
+  /**
+   * The kind a listing of this call gave the entry at `p` (a normalized absolute path): undefined
+   * when no listing of its directory tells one (none was made, the name is not in it, or its kind
+   * was DT_UNKNOWN), null when the kept entries know the name as missing.
+   */
+  private listedKind(p: string): EntryKind | null | undefined {
+    let listed: { readonly kinds: ReadonlyMap<string, EntryKind | null>; readonly names?: ReadonlySet<string> } | undefined;
+    let name: string;
+    if (this.listedKinds.size <= 4) {
+      // A call lists few directories: comparing with each costs less than cutting `p` into a new
+      // directory string and hashing it, for the many paths that lie in none of them.
+      for (const [dir, l] of this.listedKinds) {
+        const at = dir === "/" ? 1 : dir.length + 1;
+        if (p.length > at && p.charCodeAt(at - 1) === 47 && p.startsWith(dir) && p.indexOf("/", at) < 0) {
+          listed = l;
+          name = p.slice(at);
+          break;
+        }
+      }
+      if (listed === undefined) return undefined;
+    } else {
+      const slash = p.lastIndexOf("/");
+      listed = this.listedKinds.get(slash === 0 ? "/" : p.slice(0, slash));
+      if (listed === undefined) return undefined;
+      name = p.slice(slash + 1);
+    }
+    return listed.names === undefined || listed.names.has(name!) ? listed.kinds.get(name!) : undefined;
   }
 
   /** What `p` leads to (symlinks followed), or undefined when it does not resolve to anything. */
