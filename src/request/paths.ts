@@ -68,7 +68,8 @@ export interface RealPath {
  */
 export function resolveReal(absolute: string): RealPath {
   // lstat with throwIfNoEntry avoids exceptions on the common "new file" path (they cost ~20 µs each).
-  if (lstatSync(absolute, { throwIfNoEntry: false })) {
+  const own = lstatSync(absolute, { throwIfNoEntry: false });
+  if (own) {
     try {
       return { real: realpathSync.native(absolute), exists: true };
     } catch {
@@ -78,7 +79,11 @@ export function resolveReal(absolute: string): RealPath {
   const rest: string[] = [];
   let current = absolute;
   for (;;) {
-    const st = lstatSync(current, { throwIfNoEntry: false });
+    // The walk starts from the lstat of the path just made, not from a second one a moment later
+    // (a new file cost two). Safe: the answer is the file system as one lookup of each component
+    // saw it, as for every other component of the walk; a change after that lookup could as well
+    // fall after the second one, and the tool opens the path after the decision in any case.
+    const st = current === absolute ? own : lstatSync(current, { throwIfNoEntry: false });
     if (st) {
       // A symlink's relative target is relative to the directory that really holds the link,
       // which may differ from the lexical parent when an ancestor is itself a symlink.

@@ -1,14 +1,16 @@
 // PathFacts' shortcuts, each against the file system it may not judge stale: a listing's entry
-// kinds are read lazily but only within the call that listed (or validated) the directory, and a
-// link count is read from the file at every call, whatever its directory's stamp says. Each test
-// fills the kept entries on a settled directory (so that the next PathFacts is answered from
-// them), changes the file system as an attack would, and asks again.
+// kinds are read lazily but only within the call that listed (or validated) the directory; a
+// link count is read from the file at every call, whatever its directory's stamp says; and
+// resolveReal looks a path's own entry up once. Each test fills the kept entries on a settled
+// directory (so that the next PathFacts is answered from them), changes the file system as an
+// attack would, and asks again.
 
 import assert from "node:assert/strict";
-import { linkSync, lstatSync, mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import fs, { linkSync, lstatSync, mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, before, describe, test } from "node:test";
+import { after, before, describe, mock, test } from "node:test";
 import { type EntryKind, PathFacts, resolveReal } from "../../src/request/paths.ts";
 
 let root: string;
@@ -239,5 +241,54 @@ describe("link counts are read from the file at every call", () => {
     const f = new PathFacts();
     f.list(d);
     assert.equal(f.fileLinks(join(d, "a.ts")), 2);
+  });
+});
+
+describe("resolveReal looks the path's own entry up once", () => {
+  /** The lstat and realpath calls fn makes (paths.ts imports them by name: the ESM bindings are synced). */
+  function counted(fn: () => unknown): { lstat: string[]; realpath: string[] } {
+    const seen = { lstat: [] as string[], realpath: [] as string[] };
+    const realLstat = fs.lstatSync;
+    const realNative = fs.realpathSync.native;
+    const lstatMock = mock.method(fs, "lstatSync", (p: string, o?: object) => {
+      seen.lstat.push(p);
+      return realLstat(p, o as never);
+    });
+    const nativeMock = mock.method(fs.realpathSync, "native", (p: string) => {
+      seen.realpath.push(p);
+      return realNative(p);
+    });
+    syncBuiltinESMExports();
+    try {
+      fn();
+    } finally {
+      lstatMock.mock.restore();
+      nativeMock.mock.restore();
+      syncBuiltinESMExports();
+    }
+    return seen;
+  }
+
+  test("a new file: its own lstat, its directory's, and one realpath", () => {
+    const p = join(dir, "new.ts");
+    let got: unknown;
+    const seen = counted(() => {
+      got = resolveReal(p);
+    });
+    assert.deepEqual(got, { real: p, exists: false });
+    assert.deepEqual(seen.lstat, [p, dir]);
+    assert.deepEqual(seen.realpath, [dir]);
+  });
+
+  test("an existing file: one lstat, one realpath", () => {
+    const p = join(dir, "a.ts");
+    const seen = counted(() => resolveReal(p));
+    assert.deepEqual(seen, { lstat: [p], realpath: [p] });
+  });
+
+  test("a dangling symlink is still followed to the file a write would create, also below it", () => {
+    assert.deepEqual(resolveReal(join(dir, "dangling")), { real: join(dir, "missing-target"), exists: false });
+    assert.deepEqual(resolveReal(join(dir, "key-link")), { real: secret, exists: true });
+    assert.throws(() => resolveReal(join(dir, "a.ts", "x")));
   });
 });
