@@ -11,7 +11,7 @@
 
 import { forEachChild, parse } from "unbash";
 import type { Command, ParsedScript, Redirection, SyntaxNode, Word } from "unbash";
-import { commandWords, hereDocText, isSingleWord, Scope, type ScopeSnapshot, wordArg, type Arg } from "./words.ts";
+import { type BodyReading, commandWords, hereDocText, isSingleWord, Scope, type ScopeSnapshot, wordArg, type Arg } from "./words.ts";
 
 export type { Arg, FoundPath } from "./words.ts";
 
@@ -142,8 +142,16 @@ interface Frame {
   readonly inFunction: string | undefined;
   readonly background: boolean;
   readonly link: Link | undefined;
-  /** Runs exactly once, in order, in the script's own shell: its assignments are certain. */
+  /**
+   * Runs exactly once, in order, in the script's own shell (or, inside a loop or function body, in
+   * the shell of that pass or call of the body): its assignments are certain.
+   */
   readonly certain: boolean;
+  /**
+   * Inside a loop or function body or a command substitution: its and-or lists get no Link (the cd
+   * tracking of analyze.ts follows the script's own lists, its groups and subshells).
+   */
+  readonly linkless: boolean;
   readonly endlessLoop: number | undefined;
   readonly spawnedInLoop: boolean;
   /** The text node positions index: the script's, or the decoded body of an escaped-backtick substitution. */
@@ -162,35 +170,97 @@ function isEndless(n: SyntaxNode): boolean {
 }
 
 /** Builtins that set the variables named by their arguments in ways the gate does not follow. */
-const SETS_NAMED_VARIABLES = new Set(["read", "mapfile", "readarray", "getopts", "unset", "let", "local"]);
-/** Builtins after which any variable may hold anything. */
+const SETS_NAMED_VARIABLES = new Set(["read", "mapfile", "readarray", "getopts", "unset", "let", "local", "wait"]);
+/** The variables they set when no name is given: `read` sets REPLY, `mapfile` MAPFILE, `getopts` OPTARG and OPTIND. */
+const SETS_BY_DEFAULT: Readonly<Record<string, readonly string[]>> = {
+  read: ["REPLY"],
+  mapfile: ["MAPFILE"],
+  readarray: ["MAPFILE"],
+  getopts: ["OPTARG", "OPTIND"],
+};
+/**
+ * Builtins after which any variable may hold anything, and that may leave code behind that runs
+ * later, between any two commands: a trap, a function (eval, source), a nameref (declare -n).
+ */
 const SETS_ANY_VARIABLE = new Set(["eval", "source", ".", "trap", "declare", "typeset"]);
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** `local -n` (a nameref), `-i`, `-l`, `-u` (later assignments are transformed), `-I` (inherits those): they last. */
+const LASTING_LOCAL = /^-[a-zA-Z]*[nilIu]/;
+const NAMED_ASSIGNMENT = /^([A-Za-z_][A-Za-z0-9_]*)(?:\[[^\]]*\])?\+?=/;
+
+/** A command or process substitution, somewhere in a command's text. */
+const SUBSTITUTION = /\$\(|`|[<>]\(/;
+
+/** The builtins that change variables (see trackAssignments). */
+const ASSIGNING = new Set(["export", "readonly", "printf", ...SETS_ANY_VARIABLE, ...SETS_NAMED_VARIABLES]);
+
+/**
+ * Whether a command's assignments are certain: it runs in order, and no substitution of it runs
+ * after them. Its substitutions are walked after trackAssignments, though bash runs them while it
+ * expands the words, before the assignments they precede (`X=$(rm -rf $T) T=build` removes the old $T).
+ */
+function inOrder(n: Command, frame: Frame): boolean {
+  return frame.certain && !SUBSTITUTION.test(frame.text.slice(n.pos, n.end));
+}
 
 /** What one command does to the script's variables, after its own words were read. */
-function trackAssignments(n: Command, argv: readonly Arg[], scope: Scope, certain: boolean): void {
-  const name = argv[0]?.value;
+function trackAssignments(n: Command, argv: readonly Arg[], scope: Scope, frame: Frame): void {
   if (!n.name) {
+    const certain = n.prefix.length > 0 && inOrder(n, frame);
     for (const a of n.prefix) {
       if (a.type !== "Assignment") continue;
       const value = wordArg(a.value, scope).value;
       const known = certain && !a.index && a.value?.type !== "ArrayValue";
       if (!known) scope.forget(a.name);
-      else scope.set(a.name, a.append ? (value === null ? null : (scope.get(a.name) ?? "") + value) : value);
+      else if (a.append) scope.append(a.name, value);
+      else scope.set(a.name, value);
     }
     return;
   }
-  if (name === null || name === undefined) return;
+  let name = argv[0]?.value;
+  scope.call(name ?? null);
+  // `command eval ...` and `builtin trap ...` are eval and trap (`command -v x` only prints).
+  let first = 0;
+  while (name === "builtin" || name === "command") {
+    const option = argv[first + 1]?.value;
+    if (name === "command" && option === "-p") first += 2;
+    else if (name === "builtin" || !option?.startsWith("-")) first++;
+    else return;
+    name = argv[first]?.value;
+  }
+  if (name === null || name === undefined || !ASSIGNING.has(name)) return;
+  const args = argv.slice(first + 1);
   if (name === "export" || name === "readonly") {
-    for (const a of n.args) {
-      if (a.type !== "Assignment") continue;
-      if (certain && !a.append && !a.index) scope.set(a.name, wordArg(a.value, scope).value);
-      else scope.forget(a.name);
+    // An argument that is an assignment only once expanded (`export "T=/"`, `export $X`, or
+    // any behind `command`) is not followed.
+    const unfollowed = (value: string | null) => {
+      if (value === null) scope.forgetAll(false);
+      else {
+        const m = NAMED_ASSIGNMENT.exec(value);
+        if (m) scope.forget(m[1]!);
+      }
+    };
+    if (first > 0) for (const a of args) unfollowed(a.value);
+    else {
+      const certain = inOrder(n, frame);
+      for (const a of n.args) {
+        if (a.type !== "Assignment") unfollowed(wordArg(a, scope).value);
+        else if (certain && !a.append && !a.index) scope.set(a.name, wordArg(a.value, scope).value);
+        else scope.forget(a.name);
+      }
     }
-  } else if (SETS_ANY_VARIABLE.has(name) || (name === "printf" && argv.some((a) => a.value === "-v"))) {
-    scope.forgetAll();
-  } else if (SETS_NAMED_VARIABLES.has(name)) {
-    for (const a of argv.slice(1)) if (a.value !== null && NAME.test(a.value)) scope.forget(a.value);
+  } else if (SETS_ANY_VARIABLE.has(name) || (name === "local" && args.some((a) => a.value === null || LASTING_LOCAL.test(a.value)))) {
+    scope.forgetAll(true);
+  } else if (name === "printf") {
+    if (args.some((a) => a.value === "-v")) scope.forgetAll(false);
+  } else {
+    for (const v of SETS_BY_DEFAULT[name] ?? []) scope.forget(v);
+    for (const a of args) {
+      if (a.value === null) continue;
+      // `local T=~` assigns T too.
+      const m = NAME.test(a.value) ? a.value : NAMED_ASSIGNMENT.exec(a.value)?.[1];
+      if (m !== undefined) scope.forget(m);
+    }
   }
 }
 
@@ -411,9 +481,11 @@ const SCOPE_RESTORE = { type: "ScopeRestore" } as unknown as SyntaxNode;
 const SCOPE_FORGET = { type: "ScopeForget" } as unknown as SyntaxNode;
 // A loop body runs again after its own assignments, and a function body whenever it is called,
 // after any later assignment: read in order, a variable could seem to hold a value it will not
-// (T=build; for i in 1 2; do rm -rf $T; T=~; done). Inside them what the script assigns is unknown.
-const SCOPE_OPAQUE = { type: "ScopeOpaque" } as unknown as SyntaxNode;
-const SCOPE_LEAVE_OPAQUE = { type: "ScopeLeaveOpaque" } as unknown as SyntaxNode;
+// (T=build; for i in 1 2; do rm -rf $T; T=~; done). Inside them what the script assigned before
+// is unknown, and what one pass or call assigned in order is known (words.ts: Scope).
+const SCOPE_LOOP = { type: "ScopeLoop" } as unknown as SyntaxNode;
+const SCOPE_FUNCTION = { type: "ScopeFunction" } as unknown as SyntaxNode;
+const SCOPE_LEAVE_BODY = { type: "ScopeLeaveBody" } as unknown as SyntaxNode;
 
 /**
  * For a certain subshell, pipeline or if: its children of that kind are walked as certain between
@@ -437,14 +509,17 @@ function scopeChildren(n: SyntaxNode, nodes: SyntaxNode[], frames: Frame[], star
     for (let i = start; i < start + count; i++) if (nodes[i] === clause) frames[i] = { ...frames[i]!, certain: true };
     scoped = (c) => branches.has(c);
   } else return;
-  wrapChildren(nodes, frames, start, count, new Set(kidsOf(nodes, start, count).filter(scoped)), SCOPE_ENTER, exit, true);
+  wrapChildren(nodes, frames, start, count, new Set(kidsOf(nodes, start, count).filter(scoped)), SCOPE_ENTER, exit, certainly);
 }
 
 function kidsOf(nodes: readonly SyntaxNode[], start: number, count: number): SyntaxNode[] {
   return nodes.slice(start, start + count);
 }
 
-/** Put `enter` before and `exit` after each child in `wrapped` (as walked); `certain` makes those children certain. */
+const certainly = (f: Frame): Frame => (f.certain ? f : { ...f, certain: true });
+const linkless = (f: Frame): Frame => (f.certain && f.linkless ? f : { ...f, certain: true, linkless: true });
+
+/** Put `enter` before and `exit` after each child in `wrapped` (as walked), walked in the context `inner` gives. */
 function wrapChildren(
   nodes: SyntaxNode[],
   frames: Frame[],
@@ -453,7 +528,7 @@ function wrapChildren(
   wrapped: ReadonlySet<SyntaxNode>,
   enter: SyntaxNode,
   exit: SyntaxNode,
-  certain = false,
+  inner: (f: Frame) => Frame,
 ): void {
   const kids = nodes.splice(start, count);
   const kidFrames = frames.splice(start, count);
@@ -471,7 +546,7 @@ function wrapChildren(
       continue;
     }
     outNodes.push(enter, c, exit);
-    outFrames.push(f, certain ? { ...f, certain: true } : f, f);
+    outFrames.push(f, inner(f), f);
   }
   outNodes.reverse();
   outFrames.reverse();
@@ -599,6 +674,18 @@ function statementStart(root: ParsedScript, p: number): number {
 const fail = (reason: string, at?: number): Failure => ({ ok: false, reason, at });
 
 function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok: true }> | Failure {
+  // A reading of a body that something later broke (see Scope) is done again with less known there.
+  let reading: BodyReading = "in-order";
+  for (;;) {
+    const out: { broken?: Scope["broken"] } = {};
+    const ex = readOnce(src, opts, reading, out);
+    if (out.broken === undefined || !ex.ok || reading === "opaque") return ex;
+    reading = out.broken === "environment" || reading !== "in-order" ? "opaque" : "environment";
+  }
+}
+
+/** One reading of the script; `out.broken` says whether a reading of a body was broken (see Scope). */
+function readOnce(src: string, opts: ExtractOptions, reading: BodyReading, out: { broken?: Scope["broken"] }): Extract<Extraction, { ok: true }> | Failure {
   if (src.includes("\0")) return fail("command contains a NUL byte");
   if (Buffer.byteLength(src, "utf8") > MAX_SHELL_BYTES) return fail(`command longer than ${MAX_SHELL_BYTES} bytes`);
   const nesting = substitutionNesting(src);
@@ -607,7 +694,7 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
   if (nesting.reads > MAX_SUBSTITUTION_READS) return fail(`command substitutions nested around too much text to read quickly`);
   // `shift` and `set` renumber the parameters, in loops too: then none is known.
   const positional = opts.positional && !/\b(shift|set)\b/.test(src) ? opts.positional : [];
-  const scope = new Scope(opts.home, opts.environment, positional);
+  const scope = new Scope(opts.home, opts.environment, positional, reading);
   const commands: SimpleCommand[] = [];
   const compoundRedirs: Redir[] = [];
   const functions: FunctionDef[] = [];
@@ -669,6 +756,7 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
         background: false,
         link: undefined,
         certain: true,
+        linkless: false,
         endlessLoop: undefined,
         spawnedInLoop: false,
         text: src,
@@ -694,12 +782,12 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
         marks.push(scope.snapshot());
         continue;
       }
-      if (n === SCOPE_OPAQUE) {
+      if (n === SCOPE_LOOP || n === SCOPE_FUNCTION) {
         marks.push(scope.snapshot());
-        scope.enterBody();
+        scope.enterBody(n === SCOPE_FUNCTION);
         continue;
       }
-      if (n === SCOPE_RESTORE || n === SCOPE_FORGET || n === SCOPE_LEAVE_OPAQUE) {
+      if (n === SCOPE_RESTORE || n === SCOPE_FORGET || n === SCOPE_LEAVE_BODY) {
         const mark = marks.pop()!;
         if (n === SCOPE_RESTORE) scope.restore(mark);
         else if (n === SCOPE_FORGET) scope.forgetChangedSince(mark);
@@ -765,7 +853,7 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
             error = "defines an alias, which changes how bash reads later lines where aliases expand";
             break;
           }
-          trackAssignments(n, argv, scope, frame.certain);
+          trackAssignments(n, argv, scope, frame);
           commands.push({
             argv,
             assigns,
@@ -811,6 +899,8 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
         case "For":
         case "Select":
           scope.forget(n.name.value);
+          // select also sets REPLY to the line it read.
+          if (n.type === "Select") scope.forget("REPLY");
           break;
         case "Coproc":
           if (n.name) scope.forget(n.name.value);
@@ -818,8 +908,9 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
         case "ArithmeticCommand":
         case "ArithmeticFor":
         case "ArithmeticExpansion":
-          // `(( x = 1 ))`, `$(( i++ ))`: arithmetic may assign any variable.
-          if (n.type === "ArithmeticFor" || /[^=!<>]=(?!=)|\+\+|--/.test(frame.text.slice(n.pos, n.end))) scope.forgetAll();
+          // `(( x = 1 ))`, `$(( i++ ))`, `for ((i = 0; ...))`: arithmetic may assign any variable (once:
+          // a for's header runs again before each pass, not during one).
+          if (/[^=!<>]=(?!=)|\+\+|--/.test(frame.text.slice(n.pos, n.type === "ArithmeticFor" ? n.body.pos : n.end))) scope.forgetAll(false);
           if (quotedCodeBelow(n)) error = `a quoted command substitution in arithmetic at offset ${n.pos}: bash runs it`;
           if (n.type === "ArithmeticFor" && isEndless(n)) child = { ...frame, endlessLoop: nextLoop++, spawnedInLoop: false };
           break;
@@ -870,7 +961,8 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
       }
       // nodes[start + count - 1 - i] is child i; frames are pushed in the same (reversed) order.
       const certain = certainChildren(n, frame);
-      if (n.type === "AndOr" && frame.certain) {
+      // Links are for the cd tracking of the top-level list (analyze.ts), not of bodies.
+      if (n.type === "AndOr" && frame.certain && !frame.linkless) {
         const chain = nextChain++;
         const andFrom: number[] = [];
         for (let i = 0; i < count; i++) andFrom.push(i > 0 && n.operators[i - 1] === "&&" ? andFrom[i - 1]! : i);
@@ -891,9 +983,22 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
           frames.push(certain(i) === child.certain ? child : child.certain ? (uncertain ??= { ...child, certain: false }) : { ...child, certain: true });
       }
       if (count > 0) {
+        // A body runs in order within one pass or call: walked as certain there (see Scope).
         if (n.type === "For" || n.type === "Select" || n.type === "ArithmeticFor" || n.type === "Function")
-          wrapChildren(nodes, frames, start, count, new Set<SyntaxNode>([n.body]), SCOPE_OPAQUE, SCOPE_LEAVE_OPAQUE);
-        else if (n.type === "While") wrapChildren(nodes, frames, start, count, new Set<SyntaxNode>([n.clause, n.body]), SCOPE_OPAQUE, SCOPE_LEAVE_OPAQUE);
+          wrapChildren(
+            nodes,
+            frames,
+            start,
+            count,
+            new Set<SyntaxNode>([n.body]),
+            n.type === "Function" ? SCOPE_FUNCTION : SCOPE_LOOP,
+            SCOPE_LEAVE_BODY,
+            linkless,
+          );
+        else if (n.type === "While") wrapChildren(nodes, frames, start, count, new Set<SyntaxNode>([n.clause, n.body]), SCOPE_LOOP, SCOPE_LEAVE_BODY, linkless);
+        // A substitution runs in a subshell of its own, in order, wherever its word is expanded.
+        else if (n.type === "CommandExpansion" || n.type === "ProcessSubstitution" || n.type === "ArithmeticCommandExpansion")
+          wrapChildren(nodes, frames, start, count, new Set(kidsOf(nodes, start, count)), SCOPE_ENTER, SCOPE_RESTORE, linkless);
         else if (child.certain) scopeChildren(n, nodes, frames, start, count);
       }
     }
@@ -907,6 +1012,8 @@ function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok
       if (problem !== undefined) return fail(problem.reason, text === src ? statementStart(root, problem.at) : undefined);
     }
   }
+  scope.settle(new Set(functions.map((f) => f.name)));
+  out.broken = scope.broken;
   return { ok: true, commands, compoundRedirs, functions, words, expansions, truncated };
 }
 

@@ -27,26 +27,43 @@ export interface FoundPath {
 
 /**
  * Variables as the script has set them so far. A value is known only after an unconditional
- * top-level assignment; one assignment the gate cannot follow (in a branch, loop, function,
- * subshell, `read`, ...) makes the variable unknown for the rest of the script, because that
- * code may run at any later point.
+ * assignment that ran in order before the word; one assignment the gate cannot follow (in a
+ * branch, subshell, `read`, ...) makes the variable unknown for the rest of the script, because
+ * that code may run at any later point.
+ *
+ * A loop body runs again after its own assignments, and a function body whenever it is called:
+ * there a value the script assigned before the body is unknown, and what this pass (or call) of
+ * the body assigned in order before a word is known (see Body). What is read later can still
+ * change what an earlier word of a body reads in the next pass or call: a trap set later, a
+ * function defined later that the body calls, a recursive call, an assignment to what the
+ * environment held. Such a reading is `broken`, and the script is read again with less known in
+ * bodies (BodyReading).
  */
 export class Scope {
   private readonly vars = new Map<string, string | null>();
-  /** After eval, source, trap or arithmetic assignments, no variable is known any more. */
+  /** The write that gave each variable its value (see blankedAt). */
+  private readonly setAt = new Map<string, number>();
+  /** After eval, source, trap, declare (or a function doing arithmetic), no variable is known any more. */
   private opaque = false;
+  /**
+   * The last write before which every variable became unknown, by arithmetic or `printf -v`: they
+   * assign once, so what the script assigns after them is known again.
+   */
+  private blankedAt = 0;
   readonly home: string;
   /** Variables the environment is known to hold when the script starts (`$PI_CODING_AGENT_DIR`). */
   private readonly environment: ReadonlyMap<string, string>;
+  private readonly reading: BodyReading;
 
   /** $0, $1, ... of a script run as `sh -c SCRIPT ARG0 ARG1 ...`; hidden inside function bodies. */
   private readonly positional: readonly Arg[];
   positionalVisible = true;
 
-  constructor(home: string, environment: ReadonlyMap<string, string> = new Map(), positional: readonly Arg[] = []) {
+  constructor(home: string, environment: ReadonlyMap<string, string> = new Map(), positional: readonly Arg[] = [], reading: BodyReading = "in-order") {
     this.home = home;
     this.environment = environment;
     this.positional = positional;
+    this.reading = reading;
   }
 
   /** Whether `sh -c` gave the script any parameters (most scripts have none). */
@@ -62,72 +79,293 @@ export class Scope {
   get(name: string): string | null {
     if (name === "HOME") return this.home;
     if (this.opaque) return null;
-    // In a loop or function body, what the script assigns is unknown; what the environment holds
-    // is known unless the script assigned it (like HOME, it is read as it was when the body began).
-    if (this.bodies > 0 && this.vars.has(name)) return null;
-    if (this.vars.has(name)) return this.vars.get(name)!;
-    return this.environment.get(name) ?? null;
+    const body = this.bodies.at(-1);
+    if (body === undefined) {
+      if (!this.vars.has(name)) return this.blankedAt > 0 ? null : (this.environment.get(name) ?? null);
+      return (this.setAt.get(name) ?? 0) > this.blankedAt ? this.vars.get(name)! : null;
+    }
+    if (this.reading === "opaque") return null;
+    // What this pass of the body assigned before the word, unless the script lost track of it since.
+    const own = this.reading === "in-order" ? body.vars.get(name) : undefined;
+    if (own !== undefined) {
+      if (own.value === null || own.seq <= this.blankedAt || this.vars.get(name) === null) return null;
+      body.relied = true;
+      if (this.calls.length > own.calls) {
+        // Commands ran in between: if one calls a function of the script, that may assign the
+        // variable too. Inside a function, a call may run the function itself again (or one
+        // around it), and that must assign it nowhere but here.
+        const read: CallingRead = { from: own.calls, to: this.calls.length };
+        if (this.functionBodies > 0 && (this.lastWrite.get(name) !== own.seq || own.before > this.bodies.find((b) => b.fn)!.writesBefore)) this.hits.push(read);
+        else addTo(body.calling, name, read);
+      }
+      return own.value;
+    }
+    // Assigned by the script before the body (or by an earlier pass): unknown. What the environment
+    // holds is known unless the script assigned it, like HOME (it is read as when the body began).
+    if (this.vars.has(name) || this.blankedAt > 0) return null;
+    const value = this.environment.get(name);
+    if (value === undefined) return null;
+    body.relied = true;
+    body.unassigned.add(name);
+    return value;
   }
 
   /** Changes whenever what a variable holds may have changed: a word read at the same version reads the same. */
   version = 0;
 
+  /**
+   * Set when a reading inside a body took a value that something read later may change before that
+   * body runs again: "in-order" when it was a value the body assigned, "environment" when it was
+   * one the environment held. Final once settle() has run.
+   */
+  broken: "in-order" | "environment" | undefined;
+
+  /** The names of the commands run so far (null: only known at run time): any may be a function of the script. */
+  private readonly calls: (string | null)[] = [];
+  /** Readings across commands some of which must not be functions of the script (see settle). */
+  private readonly hits: CallingRead[] = [];
+
+  /** A command runs, before what it assigns itself if it is a builtin that assigns. */
+  call(name: string | null): void {
+    this.calls.push(name);
+  }
+
+  /** Once the script is read, with the names of all the functions it defines: whether a reading was broken. */
+  settle(functions: ReadonlySet<string>): void {
+    if (this.broken !== undefined || this.hits.length === 0) return;
+    const before: number[] = [0];
+    for (const c of this.calls) before.push(before.at(-1)! + (c === null || functions.has(c) ? 1 : 0));
+    if (this.hits.some((h) => before[h.to]! > before[h.from]!)) this.broken = "in-order";
+  }
+
   /** An assignment that certainly ran, in order: later words see the value. */
   set(name: string, value: string | null): void {
+    const write = this.write(name);
     if (this.vars.has(name) && this.vars.get(name) === null) return; // unknown stays unknown
-    this.vars.set(name, value);
+    this.put(this.vars, name, value);
+    this.put(this.setAt, name, write.seq);
+    const body = this.bodies.at(-1);
+    if (body) this.put(body.vars, name, { value, seq: write.seq, before: write.before, calls: this.calls.length });
     this.version++;
+  }
+
+  /** `NAME+=value`, certainly run: the value appended to what the variable holds, if that is known (or it is certainly unset). */
+  append(name: string, value: string | null): void {
+    const held = this.get(name);
+    const unset = held === null && !this.opaque && this.bodies.length === 0 && this.blankedAt === 0 && !this.vars.has(name) && !this.environment.has(name);
+    this.set(name, value === null || (held === null && !unset) ? null : (held ?? "") + value);
   }
 
   /** An assignment that may or may not run, possibly later. */
   forget(name: string): void {
-    this.vars.set(name, null);
+    this.write(name);
+    this.put(this.vars, name, null);
+    const body = this.bodies.at(-1);
+    if (body) this.put(body.vars, name, UNKNOWN);
     this.version++;
   }
 
-  forgetAll(): void {
-    this.opaque = true;
+  /**
+   * After this no variable is known. `lasting`: the command may also leave code behind that runs
+   * later, between any two commands (a trap, a function, a nameref: eval, source, trap, declare),
+   * not only assign once (arithmetic, `printf -v`).
+   */
+  forgetAll(lasting: boolean): void {
+    const all = [...this.bodies, this.called];
+    if (all.some((b) => b.unassigned.size > 0)) this.broken = "environment";
+    else if (lasting && all.some((b) => b.relied)) this.broken ??= "in-order";
+    else if (this.functionBodies > 0) for (const b of all) this.hitAll(b.calling);
+    if (lasting) this.opaque = true;
+    else this.blankedAt = ++this.writes;
     this.version++;
   }
 
-  /** What the variables hold now, to go back to after a subshell or to compare with after a branch. */
+  /**
+   * The changes made to the variables (and the bodies' own) while a snapshot is open, to undo
+   * them or to see what changed: a snapshot costs nothing however many variables there are.
+   */
+  private readonly journal: Change[] = [];
+  private openSnapshots = 0;
+
+  private put<V>(map: Map<string, V>, key: string, value: V): void {
+    if (this.openSnapshots > 0) this.journal.push({ map: map as Map<string, unknown>, key, had: map.has(key), old: map.get(key) });
+    map.set(key, value);
+  }
+
+  private close(): void {
+    if (--this.openSnapshots === 0) this.journal.length = 0;
+    this.version++;
+  }
+
+  /** What the variables hold now, to go back to after a subshell or to compare with after a branch. Each is closed once, by restore or forgetChangedSince. */
   snapshot(): ScopeSnapshot {
-    return { vars: new Map(this.vars), opaque: this.opaque };
+    this.openSnapshots++;
+    return { at: this.journal.length, opaque: this.opaque, blankedAt: this.blankedAt, body: this.bodies.at(-1) };
   }
 
   /** Leaving a subshell: its assignments do not reach the shell that started it. */
   restore(s: ScopeSnapshot): void {
-    this.vars.clear();
-    for (const [k, v] of s.vars) this.vars.set(k, v);
+    for (let i = this.journal.length - 1; i >= s.at; i--) {
+      const c = this.journal[i]!;
+      if (c.had) c.map.set(c.key, c.old);
+      else c.map.delete(c.key);
+    }
+    this.journal.length = s.at;
     this.opaque = s.opaque;
-    this.version++;
+    this.blankedAt = s.blankedAt;
+    this.close();
   }
 
   /** Leaving a branch that may not have run: what it assigned is unknown after it. */
   forgetChangedSince(s: ScopeSnapshot): void {
-    for (const [k, v] of this.vars) if (!s.vars.has(k) || s.vars.get(k) !== v) this.vars.set(k, null);
-    this.version++;
+    const body = this.bodies.at(-1);
+    const own = body !== undefined && body === s.body ? body.vars : undefined;
+    // What each variable held at the snapshot: the first change since.
+    const vars = new Map<string, Change>();
+    const bodyVars = new Map<string, Change>();
+    for (let i = s.at; i < this.journal.length; i++) {
+      const c = this.journal[i]!;
+      const first = c.map === this.vars ? vars : c.map === own ? bodyVars : undefined;
+      if (first && !first.has(c.key)) first.set(c.key, c);
+    }
+    for (const [k, c] of vars)
+      if (!c.had || c.old !== this.vars.get(k)) {
+        this.put(this.vars, k, null);
+        if (body) this.put(body.vars, k, UNKNOWN);
+      }
+    if (own) for (const [k, c] of bodyVars) if (!c.had || c.old !== own.get(k)) this.put(own, k, UNKNOWN);
+    this.close();
   }
 
-  /** Loop and function bodies being read (see get). */
-  private bodies = 0;
+  /** The loop and function bodies being read, innermost last. */
+  private readonly bodies: Body[] = [];
+  private functionBodies = 0;
+  /** What the readings of function bodies already read relied on: a function body runs again at every call. */
+  private readonly called: Body = newBody(false, 0);
+  /** Writes of variables so far, and the last write of each. */
+  private writes = 0;
+  private readonly lastWrite = new Map<string, number>();
 
   /** Entering a loop or function body: see get. */
-  enterBody(): void {
-    this.bodies++;
+  enterBody(fn: boolean): void {
+    this.bodies.push(newBody(fn, this.writes));
+    if (fn) this.functionBodies++;
     this.version++;
   }
 
   /** Leaving a loop or function body: what it assigned is unknown after it, and the rest is as before. */
   leaveBody(s: ScopeSnapshot): void {
-    this.bodies--;
+    const body = this.bodies.pop()!;
+    if (body.fn) this.functionBodies--;
+    // What a loop body's readings relied on matters while the bodies around it may run again; a
+    // function body's, wherever the function may be called.
+    const into = body.fn ? this.called : this.bodies.at(-1);
+    if (into) {
+      into.relied ||= body.relied;
+      for (const [n, reads] of body.calling) for (const r of reads) addTo(into.calling, n, r);
+      for (const n of body.unassigned) into.unassigned.add(n);
+    }
+    // Arithmetic in a function body assigns at every call, after whatever the script assigned.
+    if (body.fn && this.blankedAt > s.blankedAt) this.opaque = true;
     this.forgetChangedSince(s);
+  }
+
+  /**
+   * A variable is assigned (or may be): what a reading in a body relied on changes if the body may
+   * run again after this and before that reading (a function body: at any later call).
+   */
+  private write(name: string): { seq: number; before: number } {
+    const before = this.lastWrite.get(name) ?? 0;
+    const seq = ++this.writes;
+    this.lastWrite.set(name, seq);
+    const called = this.called;
+    if (this.bodies.length === 0 && called.unassigned.size === 0 && called.calling.size === 0) return { seq, before };
+    // The environment's value was read in a body: the next pass or call reads this one.
+    if (called.unassigned.has(name) || this.bodies.some((b) => b.unassigned.has(name))) this.broken = "environment";
+    // In a function body (run by whatever calls it) any assignment may be made by a call between
+    // an assignment and a reading in a body that runs again, or in the function itself.
+    else if (this.functionBodies > 0) {
+      this.hit(called.calling, name);
+      for (const b of this.bodies) this.hit(b.calling, name);
+    }
+    return { seq, before };
+  }
+
+  private hit(calling: Map<string, CallingRead[]>, name: string): void {
+    const reads = calling.get(name);
+    if (reads === undefined) return;
+    for (const r of reads) this.hits.push(r);
+    calling.delete(name);
+  }
+
+  private hitAll(calling: Map<string, CallingRead[]>): void {
+    for (const name of [...calling.keys()]) this.hit(calling, name);
   }
 }
 
+/**
+ * What the readings of loop and function bodies take as known: "in-order" what one pass assigned
+ * before a word and what the environment holds; "environment" only what the environment holds
+ * (the reading once an in-order one was broken); "opaque" nothing but HOME (once a reading of the
+ * environment was broken too).
+ */
+export type BodyReading = "in-order" | "environment" | "opaque";
+
+/** One pass of a loop body or one call of a function body, as far as it has been read. */
+interface Body {
+  readonly fn: boolean;
+  /** Writes of variables before the body began. */
+  readonly writesBefore: number;
+  /** What this pass assigned so far, in order (UNKNOWN where that may not have run). */
+  readonly vars: Map<string, Assigned>;
+  /** A reading in the body (or in one inside it) took a value the body assigned or the environment held. */
+  relied: boolean;
+  /** Variables read from the body's own assignment with commands run in between, and those readings. */
+  readonly calling: Map<string, CallingRead[]>;
+  /** Variables read as the environment holds them. */
+  readonly unassigned: Set<string>;
+}
+
+interface Change {
+  readonly map: Map<string, unknown>;
+  readonly key: string;
+  readonly had: boolean;
+  readonly old: unknown;
+}
+
+interface Assigned {
+  readonly value: string | null;
+  /** This write, the variable's write before it, and the commands run before it. */
+  readonly seq: number;
+  readonly before: number;
+  readonly calls: number;
+}
+
+/** A reading of a body's own assignment with the commands `from` .. `to` - 1 run in between. */
+interface CallingRead {
+  readonly from: number;
+  readonly to: number;
+}
+
+const UNKNOWN: Assigned = { value: null, seq: -1, before: -1, calls: -1 };
+
+function newBody(fn: boolean, writesBefore: number): Body {
+  return { fn, writesBefore, vars: new Map(), relied: false, calling: new Map(), unassigned: new Set() };
+}
+
+function addTo(m: Map<string, CallingRead[]>, name: string, r: CallingRead): void {
+  const reads = m.get(name);
+  if (reads) reads.push(r);
+  else m.set(name, [r]);
+}
+
 export interface ScopeSnapshot {
-  readonly vars: ReadonlyMap<string, string | null>;
+  /** The length of the journal when it was taken. */
+  readonly at: number;
   readonly opaque: boolean;
+  readonly blankedAt: number;
+  /** The innermost body, if the snapshot was taken in one. */
+  readonly body: Body | undefined;
 }
 
 const SPECIAL_PARAMETER = /^([0-9@*#?$!-]|[0-9]+)$/;
