@@ -109,15 +109,23 @@ function routes(calls: readonly Call[], setup: GateSetup, backend: Backend): str
     .join(", ");
 }
 
+/**
+ * The k slowest calls, each with the file system calls its shell analysis made (after the
+ * preparation's, which every call makes): how much of a slow case the look-ups can explain.
+ */
 function slowest(calls: readonly Call[], setup: GateSetup, backend: Backend, k: number): string {
   const timed = calls.map((c) => {
     const five = Array.from({ length: 5 }, () => once(() => decideLikeTheExtension(c.tool, c.input, setup, backend)));
-    return { id: c.id ?? "?", us: five.sort((a, b) => a - b)[2]! };
+    return { call: c, us: five.sort((a, b) => a - b)[2]! };
   });
   return timed
     .sort((a, b) => b.us - a.us)
     .slice(0, k)
-    .map((t) => `${t.id} ${t.us.toFixed(0)}`)
+    .map(({ call, us }) => {
+      const command = call.tool === "bash" ? (call.input as { command?: unknown }).command : undefined;
+      const fs = typeof command === "string" ? ` (${analyzeShell(command, prepareGate(setup).judge.shell).fsCalls} fs)` : "";
+      return `${call.id ?? "?"} ${us.toFixed(0)}${fs}`;
+    })
     .join(", ");
 }
 
@@ -247,7 +255,7 @@ try {
   );
   lines.push(`corpus: ${corpus.length} cases from ${files.join(", ")} (${from})`);
   lines.push(`preparation: ${prepCalls} file system calls per call, warm (the stamps of what the kept configuration and places were read from)`);
-  lines.push(`slowest corpus cases (sandboxed, median of 5): ${slowest(corpus, setup, "sandboxed", 5)}`);
+  lines.push(`slowest corpus cases (sandboxed, median of 5 us; file system calls of the analysis): ${slowest(corpus, setup, "sandboxed", 5)}`);
   lines.push("");
   lines.push(...scalingTable(setup));
   console.log(lines.join("\n"));
