@@ -10,6 +10,7 @@ import { registerUndoCommand } from "./commands/undo.ts";
 import { registerOverrideCommands } from "./commands/overrides.ts";
 import { createOverrides } from "./grants/overrides.ts";
 import { publishBroker } from "./tools/broker-link.ts";
+import { rememberHeld } from "./tools/held-effects.ts";
 import type { ReviewService } from "./review/service.ts";
 import { addUsage } from "./review/types.ts";
 import { createUsageLedger } from "./review/usage-ledger.ts";
@@ -78,6 +79,8 @@ export default function autoMode(pi: ExtensionAPI): void {
       // Held effects go to the reviewer only while auto mode gates with one configured.
       reviewer: ({ toolCallId, ctx }) =>
         reviewHook && heldReviewer && runtime.effective("ok") === "auto" ? heldReviewer(reviewHook, { toolCallId, ctx, home: homedir() }) : undefined,
+      // Held changes the user may still approve, as they were (P14).
+      onHeld: ({ toolCallId, ctx, command }, kept) => rememberHeld(overrides, { toolCallId, ctx, command, home: homedir() }, kept),
     },
   });
   pi.registerTool(bashTool);

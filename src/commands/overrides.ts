@@ -3,20 +3,32 @@
 // model's text never is one), so only the user can create a grant.
 
 import type { ExtensionAPI, ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
-import { type Approval, GRANT_TTL_MS, type GrantProvenance, type OverridableReason, type Overrides, type RecentDenial } from "../grants/overrides.ts";
+import {
+  type Approval,
+  GRANT_TTL_MS,
+  type GrantProvenance,
+  type HeldChanges,
+  type OverridableReason,
+  type Overrides,
+  type RecentDenial,
+} from "../grants/overrides.ts";
 
 export const GRANT_ENTRY_TYPE = "pi-auto-mode/grant";
 export const APPROVAL_MESSAGE_TYPE = "pi-auto-mode/approval";
 
 /** The session's record of an approval (never sent to the model), for the audit. */
 export interface GrantEntry {
-  readonly kind: GrantProvenance;
+  readonly kind: GrantProvenance | "held-effects-approval";
   readonly denialToolCallId: string;
   readonly tool: string;
   readonly target: string;
   readonly reason: OverridableReason;
   readonly hash: string;
-  readonly expiresAt: number;
+  /** When the grant ends; none for held effects, which are applied at once. */
+  readonly expiresAt?: number;
+  /** What applying held effects did. */
+  readonly applied?: number;
+  readonly refused?: string;
   readonly at: number;
 }
 
@@ -25,6 +37,7 @@ const REASON_WORDS: Readonly<Record<OverridableReason, string>> = {
   "no-reviewer": "no reviewer is configured",
   "reviewer-unavailable": "the reviewer was unavailable",
   "breaker-open": "automatic review was paused for this turn",
+  "held-effects": "its changes were held (approving applies them as they were, without running it again)",
 };
 
 function clock(at: number): string {
@@ -99,6 +112,10 @@ export function registerOverrideCommands(pi: ExtensionAPI, deps: OverrideCommand
         say(ctx, `Nothing was approved: ${approval.why}.`, "error");
         return;
       }
+      if (approval.kind === "apply-held") {
+        await applyHeld(ctx, approval.denial);
+        return;
+      }
       granted(ctx, approval);
     },
   });
@@ -158,6 +175,33 @@ export function registerOverrideCommands(pi: ExtensionAPI, deps: OverrideCommand
       granted(ctx, approval);
     },
   });
+
+  async function applyHeld(ctx: ExtensionCommandContext, denial: RecentDenial & { readonly held: HeldChanges }): Promise<void> {
+    const r = await denial.held.apply();
+    pi.appendEntry<GrantEntry>(GRANT_ENTRY_TYPE, {
+      kind: "held-effects-approval",
+      denialToolCallId: denial.toolCallId,
+      tool: denial.tool,
+      target: denial.target,
+      reason: denial.reason,
+      hash: denial.hash,
+      ...(r.kind === "applied" ? { applied: r.applied } : { refused: r.why }),
+      at: Date.now(),
+    });
+    if (r.kind === "refused") {
+      say(ctx, `Nothing was applied: ${r.why}.`, "error");
+      return;
+    }
+    say(ctx, `Applied the held changes of ${denial.target} (${r.applied} change${r.applied === 1 ? "" : "s"}); /perm-undo takes them back.`);
+    pi.sendMessage(
+      {
+        customType: APPROVAL_MESSAGE_TYPE,
+        content: `The user approved the held changes of your earlier command (tool call ${denial.toolCallId}: ${denial.target}), and they are now applied to the workspace as that command left them. Do not run it again.`,
+        display: true,
+      },
+      { triggerTurn: true },
+    );
+  }
 
   function granted(ctx: ExtensionCommandContext, approval: Approval & { kind: "granted" }): void {
     const { denial, grant } = approval;

@@ -9,7 +9,13 @@ import type { RequestHash } from "../request/canonical.ts";
 import type { FailureClass, RiskLevel } from "../review/types.ts";
 
 /** Why a denial may be overridden: a reviewer said no, or no reviewer could say yes. */
-export type OverridableReason = "reviewer-denied" | "no-reviewer" | "reviewer-unavailable" | "breaker-open";
+export type OverridableReason = "reviewer-denied" | "no-reviewer" | "reviewer-unavailable" | "breaker-open" | "held-effects";
+
+/** A staged command's held changes, kept so the user can have exactly them applied (sandbox/effects/kept.ts). */
+export interface HeldChanges {
+  readonly summary: string;
+  apply(): Promise<{ readonly kind: "applied"; readonly applied: number } | { readonly kind: "refused"; readonly why: string }>;
+}
 
 export type DenialId = number & { readonly __brand: "DenialId" };
 
@@ -29,6 +35,8 @@ export interface RecentDenial {
   /** The call as the model made it, to ask for exactly it again. */
   readonly input: unknown;
   readonly at: number;
+  /** For held effects: approving applies these, the command does not run again. */
+  readonly held?: HeldChanges;
 }
 
 /** A reviewer's critical denial: only break glass overrides it, and only for a few minutes. */
@@ -60,6 +68,7 @@ export interface BreakGlassChallenge {
 
 export type Approval =
   | { readonly kind: "granted"; readonly denial: RecentDenial; readonly grant: OneShotGrant }
+  | { readonly kind: "apply-held"; readonly denial: RecentDenial & { readonly held: HeldChanges } }
   | { readonly kind: "refused"; readonly why: string };
 
 export const DENIALS_KEPT = 10;
@@ -122,7 +131,7 @@ export interface Overrides {
     n: number,
   ): { readonly kind: "challenge"; readonly challenge: BreakGlassChallenge } | { readonly kind: "refused"; readonly why: string };
   /** The typed phrase: exactly the challenge's, in time, once, gives the one-shot grant. */
-  breakGlass(challenge: BreakGlassChallenge, typed: string | undefined): Approval;
+  breakGlass(challenge: BreakGlassChallenge, typed: string | undefined): Exclude<Approval, { kind: "apply-held" }>;
 }
 
 export function createOverrides(now: () => number = Date.now): Overrides {
@@ -163,6 +172,11 @@ export function createOverrides(now: () => number = Date.now): Overrides {
       const denial = list[n - 1]!;
       // One approval per denial: the same action must be denied afresh before it can be approved again.
       if (approved.has(denial.id)) return { kind: "refused", why: `denial ${n} was already approved; it must be denied again before another approval` };
+      // Held changes are applied as they were kept: nothing is run again, so no grant is made.
+      if (denial.held) {
+        approved.add(denial.id);
+        return { kind: "apply-held", denial: denial as RecentDenial & { readonly held: HeldChanges } };
+      }
       return { kind: "granted", denial, grant: grant(denial, "human-approval") };
     },
     consume(sessionId, hash) {

@@ -263,8 +263,10 @@ export function createController(opts: ControllerOptions = {}): SandboxControlle
             result = { ...result, effects };
           }
         } finally {
+          // Held effects kept for the user's approval own their run's folders now (effects/kept.ts).
+          const kept = result.kind === "exited" && result.effects?.outcome === "discarded" && result.effects.kept !== undefined;
           try {
-            discardRun(stage);
+            if (!kept) discardRun(stage);
           } catch {
             // a run folder left behind is removed at the next start
           }

@@ -21,6 +21,7 @@ import type { ExecutionTicket, TicketBook } from "../grants/tickets.ts";
 import type { SandboxController } from "../sandbox/controller.ts";
 import { SANDBOX_PERMISSIONS } from "../request/escalation-ask.ts";
 import { ticketDenial } from "../policy/denial.ts";
+import type { KeptEffects } from "../sandbox/effects/kept.ts";
 import type { EffectReport, HeldReviewer } from "../sandbox/effects/settle.ts";
 import type { EffectStore } from "../sandbox/effects/store.ts";
 import type { UndoBounds } from "../sandbox/effects/undo.ts";
@@ -46,6 +47,8 @@ export interface EffectsDeps {
   readonly bounds: () => UndoBounds;
   /** The reviewer for this call's held effects, when one is configured and auto mode gates. */
   readonly reviewer?: (call: { readonly toolCallId: string; readonly ctx: ExtensionToolContext }) => HeldReviewer | undefined;
+  /** Held effects that were kept: the user may approve them (recent denials, P14). */
+  readonly onHeld?: (call: { readonly toolCallId: string; readonly ctx: ExtensionToolContext; readonly command: string }, kept: KeptEffects) => void;
 }
 
 const MAX_TIMEOUT_S = 2_147_483_647 / 1000;
@@ -97,17 +100,27 @@ export function sandboxOperations(controller: SandboxController, run: SandboxRun
           env: env ?? process.env,
           shell,
           workspace,
-          settle: async (end) =>
-            (await import("../sandbox/effects/settle.ts")).settleEffects({
+          settle: async (end) => {
+            const [{ settleEffects }, { keepHeld }, { discardRun }] = await Promise.all([
+              import("../sandbox/effects/settle.ts"),
+              import("../sandbox/effects/kept.ts"),
+              import("../sandbox/stage.ts"),
+            ]);
+            const store = run.effects.store();
+            const bounds = run.effects.bounds();
+            return settleEffects({
               ...end,
               places: scope.places,
               protectedGlobs: scope.protectedGlobs,
               command: run.command,
-              store: run.effects.store(),
-              bounds: run.effects.bounds(),
+              store,
+              bounds,
               ...(run.reviewer ? { reviewer: run.reviewer } : {}),
               ...(signal ? { signal } : {}),
-            }),
+              // Held effects wait for the user's approval where someone can give it (P14).
+              ...(run.effects.onHeld ? { keep: (k) => keepHeld({ ...k, run: end.run, store, workspace: scope.places.workspace, bounds }, discardRun) } : {}),
+            });
+          },
         },
         { onData, signal, timeout },
       );
@@ -190,6 +203,8 @@ export function createSandboxedBashTool(deps: BashToolDeps, cwd: string = proces
       try {
         const result = await run.execute(toolCallId, { command: p.command, timeout: p.timeout }, signal, onUpdate, ctx);
         if (!sandboxRun?.report) return result;
+        const report = sandboxRun.report;
+        if (report.outcome === "discarded" && report.kept) deps.effects.onHeld?.({ toolCallId, ctx, command: p.command }, report.kept);
         const { reportText } = await import("../sandbox/effects/report.ts");
         return withEffects(result, reportText(sandboxRun.report, workspace), sandboxRun.report);
       } catch (e) {

@@ -4,6 +4,8 @@
 // session and the retry's decision says who approved it.
 
 import assert from "node:assert/strict";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
 import { DECISION_ENTRY_TYPE, type DecisionRecord } from "../../src/audit/decision-record.ts";
@@ -77,5 +79,29 @@ describe("P14: /perm-approve through a real AgentSession", () => {
     const last = toolResults(h.session).at(-1)!;
     assert.equal(last.isError, true, "a second identical call is denied again");
     assert.equal(custom<DecisionRecord>(h, DECISION_ENTRY_TYPE).at(-1)?.outcome, "denied");
+  });
+
+  test("held staged effects are listed, and approving applies them as they were, without running the command again", async (t) => {
+    if (unavailable) return t.skip(`sandbox unavailable: ${unavailable}`);
+    const h = await startPi({ tools: ["read", "bash"], mode: "print" });
+    harnesses.push(h);
+    const precious = `${Array.from({ length: 2000 }, (_, i) => `precious${i}`).join(" ")}\n`;
+    writeFileSync(join(h.cwd, "notes.txt"), precious);
+    h.faux.setResponses([call("bash", { command: 'echo built > out.js; for f in *.txt; do : > "$f"; done; echo emptied' }), done("held")]);
+    await h.session.prompt("tidy up");
+    const [held] = toolResults(h.session);
+    assert.match(held!.text, /none of its changes were applied: they were held/);
+    assert.match(held!.text, /\/perm-approve/);
+    assert.equal(readFileSync(join(h.cwd, "notes.txt"), "utf8"), precious, "held, not applied");
+
+    h.faux.setResponses([done("noted")]);
+    await h.session.prompt("/perm-approve 1");
+    await h.session.waitForIdle();
+    assert.equal(toolResults(h.session).length, 1, "the command did not run again");
+    assert.equal(readFileSync(join(h.cwd, "notes.txt"), "utf8"), "", "the kept changes were applied");
+    assert.equal(existsSync(join(h.cwd, "out.js")), true);
+    const grants = custom<GrantEntry>(h, GRANT_ENTRY_TYPE);
+    assert.equal(grants.at(-1)?.kind, "held-effects-approval");
+    assert.equal(grants.at(-1)?.applied, 2);
   });
 });

@@ -326,3 +326,28 @@ describe("P14: break glass", () => {
     assert.equal((await w.run("bash", REMOTE)).kind, "deny", "nothing was granted");
   });
 });
+
+describe("P14: held staged effects", () => {
+  test("approving held effects applies them once and makes no grant for the command", async () => {
+    const w = world({ backend: "sandboxed" });
+    let applied = 0;
+    const hash = buildRequest("bash", REMOTE, ws, "/home/user");
+    assert.ok(hash.ok);
+    w.overrides.remember({
+      sessionId: "session-1",
+      tool: "bash",
+      target: "bash curl …",
+      reason: "held-effects",
+      risk: undefined,
+      escalation: false,
+      hash: hash.request.hash,
+      toolCallId: "call-h",
+      input: REMOTE,
+      held: { summary: "s", apply: async () => ({ kind: "applied", applied: ++applied }) },
+    });
+    const a = w.overrides.approve("session-1", 1);
+    assert.equal(a.kind, "apply-held");
+    assert.equal(w.overrides.approve("session-1", 1).kind, "refused", "one approval");
+    assert.equal(w.overrides.consume("session-1", hash.request.hash), undefined, "no grant to run the command again");
+  });
+});

@@ -56,6 +56,8 @@ export interface ApplyRequest {
   readonly command: string;
   readonly ops: readonly ApplyOp[];
   readonly bounds: UndoBounds;
+  /** Apply nothing if any op conflicts (kept effects the user approved: exactly those changes or none). */
+  readonly allOrNothing?: boolean;
   /** For the crash tests: called after each op is done. */
   readonly afterOp?: (i: number) => void;
   /** Content git cannot give back the command removed (under the thresholds), recorded for later judgements. */
@@ -155,7 +157,7 @@ function applyLocked(req: ApplyRequest, beat: () => void): ApplyResult {
   const repaired = recoverWorkspace(req.store, req.workspace, req.bounds, beat);
   const extra = repaired.length > 0 ? { repaired } : {};
   const { ok, conflicts } = preflight(req.ops);
-  if (ok.length === 0) return { applied: 0, conflicts, undoId: undefined, kept: false, ...extra };
+  if (ok.length === 0 || (req.allOrNothing && conflicts.length > 0)) return { applied: 0, conflicts, undoId: undefined, kept: false, ...extra };
   const undoDir = undoDirOf(req.store, req.workspace);
   // Strictly increasing per workspace, so undo's newest-first order is the order of the applies.
   const at = Math.max(Date.now(), latestUndoAt(undoDir) + 1);

@@ -91,10 +91,13 @@ export function reportText(r: EffectReport, workspace: string): string {
       const j = r.judgement as Extract<EffectJudgement, { verdict: "apply" | "hold" }>;
       out.push("[auto mode] The command ran on a staged copy of the workspace and none of its changes were applied: they were held because the command");
       out.push(heldSummary(j, workspace));
+      const kept = r.kept
+        ? " The user can still have exactly these changes applied, without running the command again, with /perm-approve (for 10 minutes)."
+        : "";
       out.push(
         r.noReviewer
-          ? "No reviewer is configured, so held changes are discarded (the user can set one with /perm-auto-model). Do not try to get the same effect another way; if it is needed, ask the user."
-          : `The reviewer did not allow them: ${r.rationale ?? "no reason given"}. Do not try to get the same effect another way; if it is needed, ask the user.`,
+          ? `No reviewer is configured, so held changes are not applied (the user can set one with /perm-auto-model).${kept} Do not try to get the same effect another way; if it is needed, ask the user.`
+          : `The reviewer did not allow them: ${r.rationale ?? "no reason given"}.${kept} Do not try to get the same effect another way; if it is needed, ask the user.`,
       );
       return out.join("\n");
     }

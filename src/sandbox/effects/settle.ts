@@ -10,6 +10,7 @@ import type { StagedFacts } from "./facts.ts";
 import type { EffectJudgement } from "./judge.ts";
 import type { EffectStore } from "./store.ts";
 import type { UndoBounds } from "./undo.ts";
+import type { KeepRequest, KeptEffects } from "./kept.ts";
 
 /** The reviewer's answer on held effects. Anything but an explicit allow discards them. */
 export type HeldVerdict =
@@ -31,6 +32,8 @@ export interface SettleRequest {
   readonly bounds: UndoBounds;
   readonly reviewer?: HeldReviewer;
   readonly signal?: AbortSignal;
+  /** Keep held effects for the user's approval (the run's folders then belong to the handle). */
+  readonly keep?: (req: Omit<KeepRequest, "run" | "store" | "workspace" | "bounds">) => KeptEffects | undefined;
 }
 
 export type EffectReport =
@@ -48,6 +51,8 @@ export type EffectReport =
       readonly judgement?: EffectJudgement;
       readonly rationale?: string;
       readonly noReviewer?: boolean;
+      /** Held effects kept for the user to approve (P14). */
+      readonly kept?: KeptEffects;
     };
 
 /** A command that left every staged root as it found it: nothing to judge or apply. */
@@ -91,9 +96,15 @@ export async function settleEffects(req: SettleRequest): Promise<EffectReport> {
   if (judgement.ops.length === 0 && judgement.held.length === 0 && judgement.conflicts.length === 0 && judgement.skipped.length === 0)
     return { outcome: "nothing" };
   let reviewed: string | undefined;
+  const lostBytes = judgement.smallLoss.reduce((n, l) => n + l.bytes, 0);
   if (judgement.verdict === "hold") {
     const summary = heldSummary(judgement, req.places.workspace);
-    if (!req.reviewer) return { outcome: "discarded", why: "held", detail: summary, judgement, noReviewer: true, rationale: "no reviewer is configured" };
+    const keep = () => {
+      const k = req.keep?.({ command: req.command, summary, ops: judgement.ops, lostBytes });
+      return k ? { kept: k } : {};
+    };
+    if (!req.reviewer)
+      return { outcome: "discarded", why: "held", detail: summary, judgement, noReviewer: true, rationale: "no reviewer is configured", ...keep() };
     let verdict: HeldVerdict;
     try {
       verdict = await req.reviewer.review({ command: req.command, summary }, req.signal);
@@ -108,11 +119,11 @@ export async function settleEffects(req: SettleRequest): Promise<EffectReport> {
         judgement,
         rationale: verdict.rationale,
         ...(verdict.noReviewer ? { noReviewer: true } : {}),
+        ...keep(),
       };
     reviewed = verdict.rationale;
   }
   try {
-    const lostBytes = judgement.smallLoss.reduce((n, l) => n + l.bytes, 0);
     const result = await applyEffects({
       store: req.store,
       workspace: req.places.workspace,
