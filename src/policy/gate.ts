@@ -13,6 +13,7 @@ import { judge, type JudgeContext, type Judgement } from "./judge.ts";
 import { buildPlaces, type Places } from "./places.ts";
 import { route } from "./route.ts";
 import { repositoryFacts, type RepositoryFacts, type ShellEnv } from "./shell/env.ts";
+import type { BudgetOptions } from "./shell/script-state.ts";
 import { fullStamp, hasStamp, lstatOrUndefined, settled, StampBook, stampOf, unchanged, type Dependency, type Stamp } from "../request/stamps.ts";
 import { decision, type Backend, type Decision } from "./types.ts";
 
@@ -24,6 +25,11 @@ export interface GateSetup {
   readonly defaultTmpRoot: string;
   /** This extension's own files: writes to them are denied. */
   readonly selfPaths: readonly string[];
+  /**
+   * The shell analysis's bound, when not the gate's own (steps and a wall-clock deadline). Only
+   * for tests that compare decisions across runs: the deadline makes a decision depend on load.
+   */
+  readonly analysisBudget?: BudgetOptions;
 }
 
 export interface GateContext {
@@ -204,14 +210,16 @@ class CallShellEnv implements ShellEnv {
   readonly home: string;
   readonly trusted: ReadonlyMap<string, string>;
   readonly book: StampBook;
+  readonly budget: BudgetOptions | undefined;
   private repo: RepositoryFacts | undefined;
 
-  constructor(places: Places, cwd: string, home: string, trusted: ReadonlyMap<string, string>, book: StampBook) {
+  constructor(places: Places, cwd: string, home: string, trusted: ReadonlyMap<string, string>, book: StampBook, budget?: BudgetOptions) {
     this.places = places;
     this.cwd = cwd;
     this.home = home;
     this.trusted = trusted;
     this.book = book;
+    this.budget = budget;
   }
 
   private facts(): RepositoryFacts {
@@ -252,7 +260,7 @@ export function prepareGate(setup: GateSetup, book: StampBook = new StampBook())
   const config = loadPolicyConfig({ agentDir: setup.agentDir, cwd: setup.cwd, home: setup.home }, book);
   const tmpRoot = (config.ok ? config.config.tmpRoot : undefined) ?? setup.defaultTmpRoot;
   const { places, trusted } = cachedPlaces(setup, tmpRoot, book);
-  const shell = new CallShellEnv(places, setup.cwd, setup.home, trusted, book);
+  const shell = new CallShellEnv(places, setup.cwd, setup.home, trusted, book, setup.analysisBudget);
   const rules = config.ok ? config.config.allow.length + config.config.review.length + config.config.deny.length : 0;
   return { setup, config, judge: { places, shell, protectedGlobs: config.ok ? config.config.protectedPaths : [], rulesConfigured: rules > 0 } };
 }

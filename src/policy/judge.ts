@@ -124,7 +124,7 @@ function judgeFileWrite(tool: string, raw: string, lexical: string, real: string
 }
 
 function judgeBash(command: string, ctx: JudgeContext): Judgement {
-  const { strictest, findings, extraction } = analyzeShell(command, ctx.shell);
+  const { strictest, findings, extraction } = analyzeShell(command, ctx.shell, ctx.shell.budget);
   // Without rules nothing reads the subject. The analysis hands over its reading of the command.
   const subject = ctx.rulesConfigured === false ? { tool: "bash", commands: [], paths: [] } : bashSubject(command, ctx, extraction);
   const parts = otherClasses(strictest.cls, findings);

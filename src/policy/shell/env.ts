@@ -2,6 +2,7 @@
 
 import type { FreshDir } from "../../request/paths.ts";
 import type { Places } from "../places.ts";
+import type { BudgetOptions } from "./script-state.ts";
 
 export interface ShellEnv {
   readonly places: Places;
@@ -21,6 +22,8 @@ export interface ShellEnv {
   readonly trusted?: ReadonlyMap<string, string>;
   /** This call's lstat of real directories (the trusted ones), which vouch for what they hold (PathFacts). */
   readonly fresh?: ReadonlyMap<string, FreshDir>;
+  /** The analysis's bound when not the gate's own (GateSetup.analysisBudget: tests only). */
+  readonly budget?: BudgetOptions;
 }
 
 /**
