@@ -7,14 +7,11 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { fauxAssistantMessage, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
 import { DECISION_ENTRY_TYPE, type DecisionRecord } from "../../src/audit/decision-record.ts";
 import { APPROVAL_MESSAGE_TYPE, GRANT_ENTRY_TYPE, type GrantEntry } from "../../src/commands/overrides.ts";
 import { resetSharedController, sharedController } from "../../src/sandbox/controller.ts";
+import { call, done } from "../helpers/faux-turns.ts";
 import { startPi, toolResults, type PiHarness } from "../helpers/pi-session.ts";
-
-const call = (name: string, args: Parameters<typeof fauxToolCall>[1]) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });
-const done = (text = "done") => fauxAssistantMessage([fauxText(text)]);
 
 const harnesses: PiHarness[] = [];
 let unavailable: string | undefined;

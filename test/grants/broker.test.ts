@@ -8,14 +8,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { type CallEnv, createCallGate } from "../../src/grants/admit-call.ts";
-import type { ReviewAdmission } from "../../src/grants/admit.ts";
 import { type BoundaryRequest, BROKER_GRANT_TTL_MS, createBroker } from "../../src/grants/broker.ts";
 import { createOverrides } from "../../src/grants/overrides.ts";
 import type { Backend } from "../../src/policy/types.ts";
-import { ZERO_USAGE } from "../../src/review/types.ts";
 import { createMemoryGlobalState } from "../../src/state/global.ts";
 import { createRuntimeState } from "../../src/state/runtime-state.ts";
 import { JUDGE } from "../helpers/review-fixtures.ts";
+import { reviewerAnswering } from "../helpers/reviewer-answers.ts";
 
 let root: string;
 let ws: string;
@@ -29,21 +28,7 @@ before(() => {
 });
 after(() => rmSync(root, { recursive: true, force: true }));
 
-const allowAll: CallEnv["review"] = async (ask) =>
-  ({
-    kind: "admit",
-    run: "direct",
-    review: {
-      kind: "verdict",
-      verdict: { risk_level: "low", user_authorization: "high", outcome: "allow", rationale: "ok" },
-      reviewer: JUDGE,
-      usage: ZERO_USAGE,
-      attempts: 1,
-      inputTokens: 1,
-      durationMs: 1,
-    },
-    binding: { hash: ask.request.hash, reviewer: JUDGE, globalRevision: 1, sessionRevision: 0, backend: "review-only" },
-  }) satisfies ReviewAdmission;
+const allowAll = reviewerAnswering("allow");
 
 function world(opts: { backend?: Backend; review?: CallEnv["review"]; now?: () => number } = {}) {
   const overrides = createOverrides();

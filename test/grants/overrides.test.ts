@@ -9,17 +9,15 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { type CallEnv, type CallRecord, createCallGate, type GateCall, type ReviewAsk } from "../../src/grants/admit-call.ts";
-import type { ReviewAdmission } from "../../src/grants/admit.ts";
+import { type CallEnv, type CallRecord, createCallGate, type GateCall } from "../../src/grants/admit-call.ts";
 import { createOverrides, DENIALS_KEPT, GRANT_TTL_MS, type Overrides } from "../../src/grants/overrides.ts";
 import { createTicketBook } from "../../src/grants/tickets.ts";
 import type { Backend } from "../../src/policy/types.ts";
 import { buildRequest } from "../../src/request/canonical.ts";
-import type { FailureClass, RiskLevel } from "../../src/review/types.ts";
-import { ZERO_USAGE } from "../../src/review/types.ts";
 import { createMemoryGlobalState } from "../../src/state/global.ts";
 import { createRuntimeState } from "../../src/state/runtime-state.ts";
 import { JUDGE } from "../helpers/review-fixtures.ts";
+import { reviewerAnswering } from "../helpers/reviewer-answers.ts";
 
 let root: string;
 let ws: string;
@@ -34,41 +32,7 @@ before(() => {
 });
 after(() => rmSync(root, { recursive: true, force: true }));
 
-/** A reviewer that always answers the same way. */
-type Answer = { verdict: RiskLevel } | { failure: FailureClass } | "allow";
-function reviewer(answer: Answer, asked: ReviewAsk[] = []): CallEnv["review"] {
-  return async (ask) => {
-    asked.push(ask);
-    if (answer === "allow")
-      return {
-        kind: "admit",
-        run: "direct",
-        review: {
-          kind: "verdict",
-          verdict: { risk_level: "low", user_authorization: "high", outcome: "allow", rationale: "ok" },
-          reviewer: JUDGE,
-          usage: ZERO_USAGE,
-          attempts: 1,
-          inputTokens: 1,
-          durationMs: 1,
-        },
-        binding: { hash: ask.request.hash, reviewer: JUDGE, globalRevision: 1, sessionRevision: 0, backend: "review-only" },
-      } satisfies ReviewAdmission;
-    const review =
-      "verdict" in answer
-        ? ({
-            kind: "verdict",
-            verdict: { risk_level: answer.verdict, user_authorization: "unknown", outcome: "deny", rationale: "no" },
-            reviewer: JUDGE,
-            usage: ZERO_USAGE,
-            attempts: 1,
-            inputTokens: 1,
-            durationMs: 1,
-          } as const)
-        : ({ kind: "failure", failure: answer.failure, detail: "x", reviewer: JUDGE, usage: ZERO_USAGE, attempts: 1, inputTokens: 1, durationMs: 1 } as const);
-    return { kind: "deny", text: "denied by the reviewer", review, binding: undefined, changed: undefined };
-  };
-}
+const reviewer = reviewerAnswering;
 
 function world(opts: { backend?: Backend; now?: () => number } = {}) {
   const overrides: Overrides = createOverrides(opts.now);

@@ -9,24 +9,15 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { evalShellEnv } from "../helpers/eval-shell.ts";
 import { pathToFileURL } from "node:url";
 import shipped from "../../src/policy/data/commands.json" with { type: "json" };
-import { buildEvalWorkspace, type EvalWorkspace } from "../../src/eval/workspace.ts";
-import { prepareGate } from "../../src/policy/gate.ts";
 import { analyzeShell, DISPATCHED_HERE } from "../../src/policy/shell/analyze.ts";
-import type { ShellEnv } from "../../src/policy/shell/env.ts";
 import { CODE_HANDLERS } from "../../src/policy/shell/handlers/index.ts";
 import { HANDLER_NAMES, loadCommandPolicy } from "../../src/policy/shell/programs.ts";
 import { HANDLED, POLICY_FAULT, PROGRAMS } from "../../src/policy/shell/table.ts";
-import { selfPaths } from "../../src/state/locations.ts";
 
-let w: EvalWorkspace;
-let env: ShellEnv;
-before(() => {
-  w = buildEvalWorkspace();
-  env = prepareGate({ cwd: w.ws, home: w.home, agentDir: w.agentDir, defaultTmpRoot: w.tmp, selfPaths: selfPaths(w.agentDir) }).judge.shell;
-});
-after(() => w.dispose());
+const shell = evalShellEnv();
 
 describe("the shipped command policy", () => {
   test("loads without a fault", () => {
@@ -40,7 +31,7 @@ describe("the shipped command policy", () => {
     for (const [name, r] of PROGRAMS)
       for (const [command, cls] of Object.entries(r.examples ?? {})) {
         count++;
-        const v = analyzeShell(command, env).strictest;
+        const v = analyzeShell(command, shell.env()).strictest;
         if (v.cls !== cls) wrong.push(`${name}: ${command} is ${v.cls} (${v.detail}), the record says ${cls}`);
       }
     assert.deepEqual(wrong, []);

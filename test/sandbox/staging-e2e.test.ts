@@ -8,16 +8,14 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { fauxAssistantMessage, fauxProvider, fauxText, fauxToolCall, type Context } from "@earendil-works/pi-ai";
+import { fauxAssistantMessage, fauxProvider, type Context } from "@earendil-works/pi-ai";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { resetSharedController, sharedController } from "../../src/sandbox/controller.ts";
 import { processGlobalState } from "../../src/state/global.ts";
 import { REVIEW_ENTRY_TYPE, type ReviewRecord } from "../../src/tools/review-call.ts";
+import { call, done } from "../helpers/faux-turns.ts";
 import { startPi, toolResults, type PiHarness } from "../helpers/pi-session.ts";
 import { userText, VERDICT } from "../helpers/review-fixtures.ts";
-
-const call = (name: string, args: Parameters<typeof fauxToolCall>[1]) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });
-const done = (text = "done") => fauxAssistantMessage([fauxText(text)]);
 
 const harnesses: PiHarness[] = [];
 let unavailable: string | undefined;
