@@ -97,6 +97,53 @@ describe("a fragment inside a loop or a function is routed at least as strictly 
 });
 
 /**
+ * Blocks that run at most once, at the point where they stand, and in order once they run: after
+ * && or ||, a case or if branch, a background job. What a block assigned in order before a word is
+ * known there (and unknown after the block, which may not have run). And bodies whose in-order
+ * reading a later eval or source may break: the script is read again with less known, and the
+ * findings of both readings stand (the first one is what bash does in the first pass or call).
+ * bash: each runs rm -rf / for T=/; rm -rf $T.
+ */
+const BLOCKS: readonly (readonly [string, (c: string) => string])[] = [
+  ["after &&", (c) => `true && { ${c}; }`],
+  ["after ||", (c) => `false || { ${c}; }`],
+  ["a case branch", (c) => `case x in *) ${c};; esac`],
+  ["a case branch fallen into", (c) => `case x in x) : ;& *) ${c};; esac`],
+  ["a case branch tested on", (c) => `case x in x) : ;;& *) ${c};; esac`],
+  ["an if branch", (c) => `if true; then ${c}; fi`],
+  ["an else branch", (c) => `if false; then :; else ${c}; fi`],
+  ["an elif branch", (c) => `if false; then :; elif true; then ${c}; fi`],
+  ["a background job", (c) => `{ ${c}; } &`],
+  ["a background job waited for", (c) => `{ ${c}; } & wait`],
+  ["a subshell after &&", (c) => `true && ( ${c} )`],
+  ["an if after &&", (c) => `true && if true; then ${c}; fi`],
+  ["a case after ||", (c) => `false || case x in *) ${c};; esac`],
+  ["a pipeline stage after &&", (c) => `true && { ${c}; } | cat`],
+  ["a list in a list", (c) => `true && { false || { ${c}; }; }`],
+  ["a background job after &&", (c) => `true && { ${c}; } &`],
+  ["after && in a loop", (c) => `for i in 1; do true && { ${c}; }; done`],
+  ["a case branch in a function", (c) => `f() { case x in *) ${c};; esac; }; f`],
+  ["after && in a substitution", (c) => `echo $(true && { ${c}; })`],
+];
+
+describe("a fragment inside a block that may not run is routed at least as strictly as alone", () => {
+  for (const fragment of FRAGMENTS)
+    for (const [name, wrap] of BLOCKS) {
+      const embedded = wrap(fragment);
+      test(`${name}: ${embedded}`, () => {
+        for (const backend of BACKENDS) {
+          const alone = route(fragment, backend);
+          const inside = route(embedded, backend);
+          assert.ok(
+            rank(inside.route) >= rank(alone.route),
+            `${backend}: ${JSON.stringify(fragment)} alone is ${alone.route} (${alone.message}) but inside it is ${inside.route} (${inside.message})`,
+          );
+        }
+      });
+    }
+});
+
+/**
  * Commands where some pass or some call removes the home directory (or /) though an in-order
  * reading of the body alone would remove build: each must stay review or stricter.
  */
@@ -159,6 +206,22 @@ const UNSOUND_IN_ORDER: readonly (readonly [string, string])[] = [
   ["select sets REPLY", "REPLY=build; select i in a; do rm -rf $REPLY; done"],
   ["mapfile without a name sets MAPFILE", "MAPFILE=build; mapfile -t < list; rm -rf $MAPFILE"],
   ["wait -p", "T=build; sleep 1 & wait -n -p T; rm -rf $T"],
+  // Blocks that may not run: what they assign is unknown after them. bash: rm build, then rm ~.
+  ["assigned in a block after &&, read after it", "T=build; true && { rm -rf $T; T=~; }; rm -rf $T"],
+  ["assigned in a block after ||, read after it", "T=build; false || { T=~; }; rm -rf $T"],
+  ["assigned in a case branch, read after it", "T=build; case x in *) T=~;; esac; rm -rf $T"],
+  // bash: rm ~ (the branch fallen into, or tested on, reads what the first one assigned).
+  ["assigned in a case branch, read in the one fallen into", "T=build; case x in x) T=~;& *) rm -rf $T;; esac"],
+  ["assigned in a case branch, read in the one tested on", "T=build; case x in x) T=~ ;;& *) rm -rf $T;; esac"],
+  ["assigned in a block in a loop body, read in the next pass", "T=build; for i in 1 2; do true && { rm -rf $T; }; T=~; done"],
+  ["assigned in a block at the end of a loop body, read in the next pass", "T=build; for i in 1 2; do rm -rf $T; true && { T=~; }; done"],
+  // A body or block that stops part way: the value it restores at its end may never be restored.
+  // bash: rm ~.
+  ["a loop body left by break before it restores", "T=build; for i in 1; do T=~; break; T=build; done; rm -rf $T"],
+  ["a function left by return before it restores", "T=build; f() { T=~; return; T=build; }; f; rm -rf $T"],
+  ["a block left by break before it restores", "T=build; for i in 1; do true && { T=~; break; T=build; }; done; rm -rf $T"],
+  ["an if branch left by break before it restores", "T=build; for i in 1; do if true; then T=~; break; T=build; fi; done; rm -rf $T"],
+  ["a block left by continue before it restores", "T=build; for i in 1 2; do rm -rf $T; true && { T=~; continue; T=build; }; done"],
 ];
 
 describe("no pass or call of a body is read with a value it may not hold", () => {
@@ -182,6 +245,12 @@ const SOUND_IN_ORDER: readonly (readonly [string, string])[] = [
   // bash: g: command not found, rm build; then g sets X only, rm build.
   ["a function defined later that assigns something else", "for i in 1 2; do T=build; g; rm -rf $T; g() { X=1; }; done"],
   ["a function defined later that assigns nothing", "for i in 1 2; do T=build; rm -rf $T; f() { :; }; done"],
+  // Blocks read in order: bash: rm build.
+  ["a block after &&", "true && { T=build; rm -rf $T; }"],
+  ["a case branch", "case x in *) T=build; rm -rf $T;; esac"],
+  ["a background job", "{ T=build; rm -rf $T; } & wait"],
+  ["a block after && in a loop body", "for i in 1 2; do true && { T=build; rm -rf $T; }; T=~; done"],
+  ["what the script assigned before a block that runs at most once", "T=build; true && { rm -rf $T; T=~; }"],
 ];
 
 describe("what a pass of a body assigned before a word is known there", () => {

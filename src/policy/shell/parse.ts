@@ -490,10 +490,18 @@ const SCOPE_LEAVE_BODY = { type: "ScopeLeaveBody" } as unknown as SyntaxNode;
 /**
  * For a certain subshell, pipeline or if: its children of that kind are walked as certain between
  * an enter and an exit marker. Children sit reversed at nodes[start, start + count), as frames do.
+ *
+ * And blocks, which run at most once, where they stand, and in order once they run: an element of
+ * an and-or list after the first, an elif, a case branch, a background job, a coprocess. Each is
+ * walked as certain between an enter and a forget marker: what it assigned in order before a word
+ * is known there (`true && { T=/; rm -rf $T; }` removes /), and unknown after it (it may not have
+ * run). They are walked without links: the cd tracking of analyze.ts follows only the script's
+ * own lists, as before.
  */
 function scopeChildren(n: SyntaxNode, nodes: SyntaxNode[], frames: Frame[], start: number, count: number): void {
   let exit: SyntaxNode | undefined;
   let scoped: (c: SyntaxNode) => boolean;
+  let inner: (f: Frame, c: SyntaxNode) => Frame = certainly;
   if (n.type === "Subshell") {
     exit = SCOPE_RESTORE;
     scoped = () => true;
@@ -501,15 +509,40 @@ function scopeChildren(n: SyntaxNode, nodes: SyntaxNode[], frames: Frame[], star
     exit = SCOPE_RESTORE;
     const stages = new Set<SyntaxNode>(n.commands);
     scoped = (c) => stages.has(c);
-  } else if (n.type === "If") {
+  } else if (n.type === "If" || n.type === "Elif") {
     exit = SCOPE_FORGET;
-    const branches = new Set<SyntaxNode>([n.then, ...(n.else ? [n.else] : [])]);
+    const elifs = new Set<SyntaxNode>(n.type === "If" ? n.elif : []);
+    const branches = new Set<SyntaxNode>([n.then, ...(n.type === "If" && n.else ? [n.else] : []), ...elifs]);
     const clause = n.clause;
     // The clause runs whenever the if does: its assignments are certain.
     for (let i = start; i < start + count; i++) if (nodes[i] === clause) frames[i] = { ...frames[i]!, certain: true };
     scoped = (c) => branches.has(c);
-  } else return;
-  wrapChildren(nodes, frames, start, count, new Set(kidsOf(nodes, start, count).filter(scoped)), SCOPE_ENTER, exit, certainly);
+    // An elif's clause runs only when those before it failed: a block.
+    inner = (f, c) => (elifs.has(c) ? linkless(f) : certainly(f));
+  } else {
+    const blocks = blockChildren(n);
+    if (blocks === undefined) return;
+    exit = SCOPE_FORGET;
+    scoped = (c) => blocks.has(c);
+    inner = linkless;
+  }
+  wrapChildren(nodes, frames, start, count, new Set(kidsOf(nodes, start, count).filter(scoped)), SCOPE_ENTER, exit, inner);
+}
+
+/** The children of a node that are blocks (see scopeChildren), if any. */
+function blockChildren(n: SyntaxNode): ReadonlySet<SyntaxNode> | undefined {
+  switch (n.type) {
+    case "AndOr":
+      return new Set<SyntaxNode>(n.commands.slice(1));
+    case "Statement":
+      return n.background === true ? new Set<SyntaxNode>([n.command]) : undefined;
+    case "Case":
+      return new Set<SyntaxNode>(n.items);
+    case "Coproc":
+      return new Set<SyntaxNode>([n.body]);
+    default:
+      return undefined;
+  }
 }
 
 function kidsOf(nodes: readonly SyntaxNode[], start: number, count: number): SyntaxNode[] {
@@ -528,7 +561,7 @@ function wrapChildren(
   wrapped: ReadonlySet<SyntaxNode>,
   enter: SyntaxNode,
   exit: SyntaxNode,
-  inner: (f: Frame) => Frame,
+  inner: (f: Frame, c: SyntaxNode) => Frame,
 ): void {
   const kids = nodes.splice(start, count);
   const kidFrames = frames.splice(start, count);
@@ -546,7 +579,7 @@ function wrapChildren(
       continue;
     }
     outNodes.push(enter, c, exit);
-    outFrames.push(f, inner(f), f);
+    outFrames.push(f, inner(f, c), f);
   }
   outNodes.reverse();
   outFrames.reverse();
@@ -562,6 +595,8 @@ function certainChildren(n: SyntaxNode, frame: Frame): (index: number) => boolea
     case "BraceGroup":
     case "Redirected":
     case "Command":
+    // A case branch is walked as a block (see scopeChildren): its patterns and body run in order in it.
+    case "CaseItem":
       return ALWAYS;
     case "Statement":
       return n.background !== true ? ALWAYS : NEVER;

@@ -220,20 +220,27 @@ export class Scope {
   forgetChangedSince(s: ScopeSnapshot): void {
     const body = this.bodies.at(-1);
     const own = body !== undefined && body === s.body ? body.vars : undefined;
-    // What each variable held at the snapshot: the first change since.
+    // What each variable held at the snapshot (the first change since), and whether it held
+    // anything else since: a branch or body may stop part way (break, continue, return), so a
+    // value it restores by its end may never be restored (for i in 1; do T=~; break; T=build; done).
     const vars = new Map<string, Change>();
     const bodyVars = new Map<string, Change>();
+    const changed = new Set<string>();
+    const ownChanged = new Set<string>();
     for (let i = s.at; i < this.journal.length; i++) {
       const c = this.journal[i]!;
       const first = c.map === this.vars ? vars : c.map === own ? bodyVars : undefined;
-      if (first && !first.has(c.key)) first.set(c.key, c);
+      if (first === undefined) continue;
+      const f = first.get(c.key);
+      if (f === undefined) first.set(c.key, c);
+      else if (c.had !== f.had || c.old !== f.old) (first === vars ? changed : ownChanged).add(c.key);
     }
     for (const [k, c] of vars)
-      if (!c.had || c.old !== this.vars.get(k)) {
+      if (!c.had || changed.has(k) || c.old !== this.vars.get(k)) {
         this.put(this.vars, k, null);
         if (body) this.put(body.vars, k, UNKNOWN);
       }
-    if (own) for (const [k, c] of bodyVars) if (!c.had || c.old !== own.get(k)) this.put(own, k, UNKNOWN);
+    if (own) for (const [k, c] of bodyVars) if (!c.had || ownChanged.has(k) || c.old !== own.get(k)) this.put(own, k, UNKNOWN);
     this.close();
   }
 
