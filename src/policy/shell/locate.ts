@@ -106,8 +106,8 @@ function globRegExp(glob: string): RegExp {
   return new RegExp(`^${re}$`);
 }
 
-/** Existing entries a glob argument would expand to (one directory level), or null if unknowable. */
-export function expandGlob(state: ScriptState, pattern: string): Located[] | null {
+/** Existing entries a glob argument would expand to (one directory level), each where it leads, or null if unknowable; with `withDirectory`, also the pattern's directory, standing for matches not there yet. */
+export function expandGlob(state: ScriptState, pattern: string, withDirectory = true): Located[] | null {
   const dir = dirname(pattern);
   if (/[*?[]/.test(dir)) return null;
   const bases = locate(state, dir);
@@ -125,9 +125,25 @@ export function expandGlob(state: ScriptState, pattern: string): Located[] | nul
       // A listed name holds no "/": joining is concatenation.
       const lexical = base.lexical === "/" ? `/${name}` : `${base.lexical}/${name}`;
       const real = base.real === "/" ? `/${name}` : `${base.real}/${name}`;
+      // A match that is a symlink names where it leads, as the same path named plainly does: the
+      // command opens the target (`cat build/*` through build/out.js -> ~/.ssh/id_ed25519).
+      // The listing's entry kinds say which matches are links; only those are followed.
+      if (state.facts.kind(real) === "symlink") {
+        const asked2 = state.facts.lookups;
+        let r: { readonly real: string; readonly exists: boolean } | null;
+        try {
+          r = state.facts.real(real);
+        } catch {
+          r = null;
+        }
+        spend(state, 1 + FS_STEPS * (state.facts.lookups - asked2), "following a glob's links");
+        if (r === null) return null;
+        out.push({ lexical, real: r.real, exists: r.exists });
+        continue;
+      }
       out.push({ lexical, real, exists: true });
     }
-    out.push({ lexical: base.lexical, real: base.real, exists: base.exists });
+    if (withDirectory) out.push({ lexical: base.lexical, real: base.real, exists: base.exists });
   }
   return out;
 }
