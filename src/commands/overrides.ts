@@ -14,6 +14,13 @@ import {
 } from "../grants/overrides.ts";
 
 export const GRANT_ENTRY_TYPE = "pi-auto-mode/grant";
+/** /perm-denials' list, kept in the session for the user (a custom entry: never sent to the model). */
+export const DENIALS_ENTRY_TYPE = "pi-auto-mode/denials";
+
+export interface DenialsEntry {
+  readonly lines: readonly string[];
+  readonly at: number;
+}
 export const APPROVAL_MESSAGE_TYPE = "pi-auto-mode/approval";
 
 /** The session's record of an approval (never sent to the model), for the audit. */
@@ -79,10 +86,19 @@ export function registerOverrideCommands(pi: ExtensionAPI, deps: OverrideCommand
     return lines.length > 0 ? `Denials you may approve once (/perm-approve N):\n${lines.join("\n")}` : undefined;
   };
 
+  // Drawn as plain lines, cut to the width (no Pi UI library needed for that).
+  pi.registerEntryRenderer<DenialsEntry>(DENIALS_ENTRY_TYPE, (entry) => {
+    const lines = ["Denials you may approve once (/perm-approve N):", ...(entry.data?.lines ?? [])];
+    return { render: (width: number) => lines.map((l) => (l.length > width ? `${l.slice(0, Math.max(0, width - 1))}…` : l)), invalidate() {} };
+  });
+
   pi.registerCommand("perm-denials", {
     description: "This session's recent denials you may approve once with /perm-approve N",
     handler: async (_args, ctx) => {
-      say(ctx, listText(ctx) ?? "No denials in this session that you could approve.");
+      const lines = denialLines(deps.overrides.list(deps.sessionId(ctx)));
+      // In the session view a custom entry, never sent to the model; headless, printed.
+      if (ctx.hasUI && lines.length > 0) pi.appendEntry<DenialsEntry>(DENIALS_ENTRY_TYPE, { lines, at: Date.now() });
+      else say(ctx, listText(ctx) ?? "No denials in this session that you could approve.");
     },
   });
 

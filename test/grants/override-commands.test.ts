@@ -8,7 +8,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { ExtensionAPI, ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
-import { APPROVAL_MESSAGE_TYPE, GRANT_ENTRY_TYPE, type GrantEntry, registerOverrideCommands } from "../../src/commands/overrides.ts";
+import {
+  APPROVAL_MESSAGE_TYPE,
+  DENIALS_ENTRY_TYPE,
+  type DenialsEntry,
+  GRANT_ENTRY_TYPE,
+  type GrantEntry,
+  registerOverrideCommands,
+} from "../../src/commands/overrides.ts";
 import { createOverrides, type Overrides } from "../../src/grants/overrides.ts";
 import { loadPolicyConfig } from "../../src/policy/config/load.ts";
 import type { RequestHash } from "../../src/request/canonical.ts";
@@ -21,6 +28,7 @@ function fakePi() {
   const messages: Array<{ customType: string; content: unknown; triggerTurn: boolean | undefined }> = [];
   const pi = {
     registerCommand: (name: string, spec: { handler: Handler }) => commands.set(name, spec.handler),
+    registerEntryRenderer: () => {},
     appendEntry: (type: string, data: unknown) => entries.push({ type, data }),
     sendMessage: (m: { customType: string; content: unknown }, o?: { triggerTurn?: boolean }) =>
       messages.push({ customType: m.customType, content: m.content, triggerTurn: o?.triggerTurn }),
@@ -136,7 +144,9 @@ describe("P14: /perm-denials and /perm-approve", () => {
     });
     const ui: Ui = { notes: [], confirm: true, typed: () => undefined };
     await s.commands.get("perm-denials")!("", ctxWith(ui));
-    assert.match(ui.notes[0]!, /1\. bash make deploy — no reviewer is configured/);
+    assert.equal(s.entries[0]?.type, DENIALS_ENTRY_TYPE, "with a UI: a custom entry in the session, never sent to the model");
+    assert.match((s.entries[0]?.data as DenialsEntry).lines[0]!, /1\. bash make deploy — no reviewer is configured/);
+    s.entries.length = 0;
     await s.commands.get("perm-approve")!("x", ctxWith(ui));
     assert.equal(s.entries.length, 0, "not a number");
     await s.commands.get("perm-approve")!("1", ctxWith(ui));
