@@ -124,6 +124,10 @@ const BLOCKS: readonly (readonly [string, (c: string) => string])[] = [
   ["after && in a loop", (c) => `for i in 1; do true && { ${c}; }; done`],
   ["a case branch in a function", (c) => `f() { case x in *) ${c};; esac; }; f`],
   ["after && in a substitution", (c) => `echo $(true && { ${c}; })`],
+  ["a function read again", (c) => `f() { ${c}; source /dev/null; }; f`],
+  ["a loop read again", (c) => `for i in 1 2; do ${c}; eval :; done`],
+  ["a function read again, the fragment after &&", (c) => `f() { true && { ${c}; }; source /dev/null; }; f`],
+  ["a loop read again, a later function defined", (c) => `for i in 1 2; do ${c}; h() { eval :; }; done`],
 ];
 
 describe("a fragment inside a block that may not run is routed at least as strictly as alone", () => {

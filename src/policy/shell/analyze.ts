@@ -126,6 +126,29 @@ function analyzeScript(
     // bash has run the complete lines before the one it cannot read: a denial among them stands.
     return ex.ranBefore === undefined ? [unreadable] : [unreadable, ...analyzeScript(ex.ranBefore, env, state, depth, positional)];
   }
+  // A reading of a body that something read later broke was done again with less known (parse.ts):
+  // what the earlier readings found, bash may do in the first pass or call, so it stands too. Each
+  // is judged on its own copy of the state (its cd, links and downloads are its own), sharing the budget.
+  const earlier = (ex.earlier ?? []).flatMap((e) => judgeExtraction(e, env, forkState(state), depth));
+  return [...earlier, ...judgeExtraction(ex, env, state, depth)];
+}
+
+/** A copy of the state for judging another reading of the same script: caches and the budget are shared. */
+function forkState(state: ScriptState): ScriptState {
+  return {
+    ...state,
+    cwds: [...state.cwds],
+    downloads: new Set(state.downloads),
+    functions: new Set(state.functions),
+    links: new Map(state.links),
+    words: [...state.words],
+    codeWrites: [...state.codeWrites],
+    secretWord: { ...state.secretWord },
+  };
+}
+
+/** The findings of one reading of a script. */
+function judgeExtraction(ex: Extract<Extraction, { ok: true }>, env: ShellEnv, state: ScriptState, depth: number): Finding[] {
   const out: Finding[] = [];
   for (const f of ex.functions) state.functions.add(f.name);
   for (const w of ex.words) state.words.push(w);

@@ -71,6 +71,12 @@ export type Extraction =
       readonly expansions: readonly string[];
       /** Reading stopped at `limit`: only the commands before that point are here. */
       readonly truncated: boolean;
+      /**
+       * When an in-order reading of a body was broken by something read later and the script was
+       * read again with less known in bodies (this extraction): the earlier readings, first first.
+       * What they found bash may still do in the first pass or call, so they are judged too.
+       */
+      readonly earlier?: readonly Extract<Extraction, { ok: true }>[];
     }
   | {
       readonly ok: false;
@@ -710,11 +716,15 @@ const fail = (reason: string, at?: number): Failure => ({ ok: false, reason, at 
 
 function readScript(src: string, opts: ExtractOptions): Extract<Extraction, { ok: true }> | Failure {
   // A reading of a body that something later broke (see Scope) is done again with less known there.
+  // The readings before keep what they found: the first pass or call does what they read.
   let reading: BodyReading = "in-order";
+  const earlier: Extract<Extraction, { ok: true }>[] = [];
   for (;;) {
     const out: { broken?: Scope["broken"] } = {};
     const ex = readOnce(src, opts, reading, out);
-    if (out.broken === undefined || !ex.ok || reading === "opaque") return ex;
+    if (!ex.ok) return ex;
+    if (out.broken === undefined || reading === "opaque") return earlier.length === 0 ? ex : { ...ex, earlier };
+    earlier.push(ex);
     reading = out.broken === "environment" || reading !== "in-order" ? "opaque" : "environment";
   }
 }
