@@ -59,6 +59,7 @@ export const PATHS = [
 
 const NAMES = [
   "ls",
+  "$X",
   "cat",
   "echo",
   "printf",
@@ -184,6 +185,9 @@ const PLAIN_WORDS = [
   "--",
   "=",
   "a=b",
+  "$T",
+  "$DIR/*",
+  "$Y",
   "\\;",
   "\\n",
   "",
@@ -200,6 +204,12 @@ const ASSIGNMENTS = [
   "NODE_OPTIONS=--require=x",
   "TOKEN=$AWS_SECRET_ACCESS_KEY",
 ];
+
+/**
+ * Assignments that stand as commands of their own, so that later words read them (`T=/; rm -rf $T`,
+ * `X=rm; $X -rf ~`): what the gate follows of variables is put inside larger commands too.
+ */
+const SETTINGS = ["T=/", "T=~", "T=build", "DIR=", "X=rm", "Y=-rf", "T+=/", "export T=/", "local T=/"];
 
 const REDIR_OPS = [">", ">>", "<", "2>", "2>>", "&>", ">|", "<>", "1>&2", "2>&1", ">&"];
 
@@ -265,12 +275,16 @@ export function grammar(maxDepth = 3, size: fc.SizeForArbitrary = "small"): Gram
       tie("command").map((c) => `g() { ${c}; }; g`),
       tie("command").map((c) => `case x in x) ${c};; esac`),
       tie("command").map((c) => `[[ -f x ]] && ${c}`),
+      tie("command").map((c) => `true && { ${c}; }`),
+      tie("command").map((c) => `{ ${c}; } &`),
+      tie("command").map((c) => `h() { ${c}; source /dev/null; }; h`),
     ),
     command: fc.oneof(
       { depthSize: "small", maxDepth, depthIdentifier: DEPTH },
       tie("pipeline"),
       fc.tuple(tie("pipeline"), fc.constantFrom(" && ", " || ", "; ", " & ", "\n"), tie("command")).map(([a, op, b]) => `${a}${op}${b}`),
       tie("pipeline").map((p) => `${p} &`),
+      fc.tuple(fc.constantFrom(...SETTINGS), tie("command")).map(([a, c]) => `${a}; ${c}`),
       fc
         .tuple(
           fc.constantFrom("cat", "sh", "bash", "python3", "tee ~/.bashrc", "cat > .git/hooks/pre-commit"),

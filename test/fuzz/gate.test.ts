@@ -163,6 +163,14 @@ const EMBEDDINGS: readonly Embedding[] = [
   ["function f(){ C; }; f", (c) => `f() { ${term(c)} }; f "$@"`],
   ["loop for i in 1; do C; done", (c) => `for i in 1; do ${term(c)} done`],
   ["if true; then C; fi", (c) => `if true; then ${term(c)} fi`],
+  // Blocks that may not run, and run at most once where they stand: what C assigns in order is followed in them.
+  ["true && { C; }", (c) => `true && { ${term(c)} }`],
+  ["false || { C; }", (c) => `false || { ${term(c)} }`],
+  ["case x in *) C;; esac", (c) => `case x in *) ${term(c)} ;; esac`],
+  ["if false; then :; elif true; then C; fi", (c) => `if false; then :; elif true; then ${term(c)} fi`],
+  ["background { C; } &", (c) => `{ ${term(c)} } &`],
+  // A function body read again (the source later in it may change what an earlier word reads): what the first reading found stands.
+  ["function read again f(){ C; source /dev/null; }; f", (c) => `f() { ${term(c)} source /dev/null; }; f "$@"`],
   ["bash -c 'C'", (c) => `bash -c ${sq(c)}`],
   ["env C", (c) => `env ${c}`, true],
   // timeout runs its first word as the program: the assignments stay in front of it.
@@ -222,9 +230,10 @@ describe("monotonicity: a command inside a larger one is never routed less stric
     await checkProperty(t, monotone(["sandboxed", "review-only"], EMBEDDINGS, false), { runs: fuzzRuns(8000) });
   });
 
-  // The gate follows variables in the top-level list, subshells, pipeline stages, groups and if
-  // branches (parse.ts), and in a loop or function body what one pass or call assigned in order
-  // before a word (words.ts: Scope), so there `T=/; rm -rf $T` is denied as it is alone.
+  // The gate follows variables in the top-level list, subshells, pipeline stages, groups, if
+  // branches and blocks that may not run (parse.ts), and in a loop or function body what one pass
+  // or call assigned in order before a word (words.ts: Scope), so there `T=/; rm -rf $T` is denied
+  // as it is alone; a reading done again keeps what the first one found.
   test("for fragments that set shell variables too", async (t) => {
     await checkProperty(t, monotone(["sandboxed", "review-only"], EMBEDDINGS, true), { runs: fuzzRuns(1000) });
   });
@@ -265,6 +274,15 @@ describe("monotonicity counterexamples found by the properties", () => {
   });
   test('a variable set and used in a loop body: for i in 1; do DIR=; rm -rf "$DIR"/*; done is denied like the bare list', () => {
     atLeastAsStrict("sandboxed", 'DIR=\nrm -rf "$DIR"/*', 'for i in 1; do DIR=\nrm -rf "$DIR"/*; done');
+  });
+  // Found with the block wrappers (20,000 runs) before blocks that may not run were read in order;
+  // the second is the function wrapper read again, which failed before too.
+  test("a variable set and used in a case branch: case x in *) T=/; rm -rf $T; ;; esac is denied like the bare list", () => {
+    atLeastAsStrict("sandboxed", "T=/; rm -rf $T", "case x in *) T=/; rm -rf $T; ;; esac");
+  });
+  test("a function read again: f() { T=/; rm -rf $T; source /dev/null; }; f is denied like the bare list", () => {
+    for (const backend of ["sandboxed", "review-only"] as const)
+      atLeastAsStrict(backend, "T=/; rm -rf $T", 'f() { T=/; rm -rf $T; source /dev/null; }; f "$@"');
   });
   test("a git write beside a build on the unstaged sandbox: git stash; npm test is reviewed like git stash", () => {
     atLeastAsStrict("sandboxed-unstaged", "git stash", "git stash; npm test");
