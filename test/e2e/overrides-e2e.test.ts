@@ -6,31 +6,22 @@
 import assert from "node:assert/strict";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { DECISION_ENTRY_TYPE, type DecisionRecord } from "../../src/audit/decision-record.ts";
 import { APPROVAL_MESSAGE_TYPE, GRANT_ENTRY_TYPE, type GrantEntry } from "../../src/commands/overrides.ts";
-import { resetSharedController, sharedController } from "../../src/sandbox/controller.ts";
 import { call, done } from "../helpers/faux-turns.ts";
 import { startPi, toolResults, type PiHarness } from "../helpers/pi-session.ts";
+import { sandboxSessions } from "../helpers/sandbox-sessions.ts";
 
-const harnesses: PiHarness[] = [];
-let unavailable: string | undefined;
-before(async () => {
-  resetSharedController();
-  const s = await sharedController().ready();
-  if (s.backend !== "sandboxed") unavailable = `${s.backend}: ${s.reason}`;
-});
-after(async () => {
-  for (const h of harnesses) await h.dispose();
-  resetSharedController();
-});
+const sandbox = sandboxSessions();
+const harnesses = sandbox.harnesses;
 
 const custom = <T>(h: PiHarness, type: string): T[] =>
   h.session.sessionManager.getEntries().flatMap((e) => (e.type === "custom" && e.customType === type ? [e.data as T] : []));
 
 describe("P14: /perm-approve through a real AgentSession", () => {
   test("denied for want of a reviewer, approved once, the exact retry runs in the sandbox, the next identical call is denied", async (t) => {
-    if (unavailable) return t.skip(`sandbox unavailable: ${unavailable}`);
+    if (sandbox.unavailable) return t.skip(`sandbox unavailable: ${sandbox.unavailable}`);
     const notes: string[] = [];
     const h = await startPi({
       tools: ["read", "bash"],
@@ -79,7 +70,7 @@ describe("P14: /perm-approve through a real AgentSession", () => {
   });
 
   test("held staged effects are listed, and approving applies them as they were, without running the command again", async (t) => {
-    if (unavailable) return t.skip(`sandbox unavailable: ${unavailable}`);
+    if (sandbox.unavailable) return t.skip(`sandbox unavailable: ${sandbox.unavailable}`);
     const h = await startPi({ tools: ["read", "bash"], mode: "print" });
     harnesses.push(h);
     const precious = `${Array.from({ length: 2000 }, (_, i) => `precious${i}`).join(" ")}\n`;

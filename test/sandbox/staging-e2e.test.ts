@@ -7,27 +7,18 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { fauxAssistantMessage, fauxProvider, type Context } from "@earendil-works/pi-ai";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
-import { resetSharedController, sharedController } from "../../src/sandbox/controller.ts";
 import { processGlobalState } from "../../src/state/global.ts";
 import { REVIEW_ENTRY_TYPE, type ReviewRecord } from "../../src/tools/review-call.ts";
 import { call, done } from "../helpers/faux-turns.ts";
 import { startPi, toolResults, type PiHarness } from "../helpers/pi-session.ts";
+import { sandboxSessions } from "../helpers/sandbox-sessions.ts";
 import { userText, VERDICT } from "../helpers/review-fixtures.ts";
 
-const harnesses: PiHarness[] = [];
-let unavailable: string | undefined;
-before(async () => {
-  resetSharedController();
-  const s = await sharedController().ready();
-  if (s.backend !== "sandboxed") unavailable = `${s.backend}: ${s.reason}`;
-});
-after(async () => {
-  for (const h of harnesses) await h.dispose();
-  resetSharedController();
-});
+const sandbox = sandboxSessions();
+const harnesses = sandbox.harnesses;
 
 /** Text of distinct words, so removing them counts as lost content. */
 const words = (tag: string, n: number) => `${Array.from({ length: n }, (_, i) => `${tag}${i}`).join(" ")}\n`;
@@ -61,7 +52,7 @@ function reviews(h: PiHarness): ReviewRecord[] {
 
 describe("staged effects through a real AgentSession (P17)", () => {
   test("ordinary work lands, git commits included, and the result says what was applied", async (t) => {
-    if (unavailable) return t.skip(`sandbox unavailable: ${unavailable}`);
+    if (sandbox.unavailable) return t.skip(`sandbox unavailable: ${sandbox.unavailable}`);
     const { h, git } = await world("none");
     h.faux.setResponses([call("bash", { command: "echo new > new.txt && git add new.txt && git commit -q -m 'agent work' && echo committed" }), done()]);
     await h.session.prompt("add new.txt and commit it");
@@ -74,7 +65,7 @@ describe("staged effects through a real AgentSession (P17)", () => {
   });
 
   test("without a reviewer, held effects are discarded whole and the model is told why", async (t) => {
-    if (unavailable) return t.skip(`sandbox unavailable: ${unavailable}`);
+    if (sandbox.unavailable) return t.skip(`sandbox unavailable: ${sandbox.unavailable}`);
     const { h } = await world("none");
     h.faux.setResponses([call("bash", { command: 'echo built > out.js; for f in *.txt; do : > "$f"; done; echo emptied' }), done()]);
     await h.session.prompt("tidy up");
@@ -89,7 +80,7 @@ describe("staged effects through a real AgentSession (P17)", () => {
   });
 
   test("a reviewer that denies: discarded, with the reviewer's reason; the review is recorded and bound to the summary", async (t) => {
-    if (unavailable) return t.skip(`sandbox unavailable: ${unavailable}`);
+    if (sandbox.unavailable) return t.skip(`sandbox unavailable: ${sandbox.unavailable}`);
     const { h, judge, sent } = await world("deny");
     h.faux.setResponses([call("bash", { command: "rm -f notes.txt" }), done()]);
     await h.session.prompt("clean the workspace");
@@ -107,7 +98,7 @@ describe("staged effects through a real AgentSession (P17)", () => {
   });
 
   test("a reviewer that allows: applied, and /perm-undo brings the work back", async (t) => {
-    if (unavailable) return t.skip(`sandbox unavailable: ${unavailable}`);
+    if (sandbox.unavailable) return t.skip(`sandbox unavailable: ${sandbox.unavailable}`);
     const { h, judge } = await world("allow");
     h.faux.setResponses([call("bash", { command: "rm -f notes.txt" }), done()]);
     await h.session.prompt("delete notes.txt, I do not need it");
@@ -121,7 +112,7 @@ describe("staged effects through a real AgentSession (P17)", () => {
   });
 
   test("protected names and git's own files never land, whatever the command says it did", async (t) => {
-    if (unavailable) return t.skip(`sandbox unavailable: ${unavailable}`);
+    if (sandbox.unavailable) return t.skip(`sandbox unavailable: ${sandbox.unavailable}`);
     const { h } = await world("none");
     h.faux.setResponses([
       // Spelled so the static reading cannot see the name: it runs contained, and the name is judged when it ends.
