@@ -145,7 +145,7 @@ describe("P14: /perm-denials and /perm-approve", () => {
     const ui: Ui = { notes: [], confirm: true, typed: () => undefined };
     await s.commands.get("perm-denials")!("", ctxWith(ui));
     assert.equal(s.entries[0]?.type, DENIALS_ENTRY_TYPE, "with a UI: a custom entry in the session, never sent to the model");
-    assert.match((s.entries[0]?.data as DenialsEntry).lines[0]!, /1\. bash make deploy — no reviewer is configured/);
+    assert.match((s.entries[0]!.data as DenialsEntry).lines[0]!, /1\. bash make deploy — no reviewer is configured/);
     s.entries.length = 0;
     await s.commands.get("perm-approve")!("x", ctxWith(ui));
     assert.equal(s.entries.length, 0, "not a number");
