@@ -114,5 +114,9 @@ describe("where the path facts meet the glob", () => {
     assert.equal(bash("sed -i s/a/b/ src/rc.ts"), "review/persistence");
     assert.equal(bash("cat build/*"), "review/identity-secret");
     assert.equal(bash("sed -i s/a/b/ src/*.ts"), "review/persistence");
+    // A pattern in the directory part is expanded level by level, to the same places.
+    assert.equal(bash("cat */out.js"), "review/identity-secret");
+    assert.equal(bash("cat b*/out.js"), "review/identity-secret");
+    assert.equal(bash("sed -i s/a/b/ s*/rc.ts"), "review/persistence");
   });
 });

@@ -109,8 +109,11 @@ function globRegExp(glob: string): RegExp {
 /** Existing entries a glob argument would expand to (one directory level), each where it leads, or null if unknowable; with `withDirectory`, also the pattern's directory, standing for matches not there yet. */
 export function expandGlob(state: ScriptState, pattern: string, withDirectory = true): Located[] | null {
   const dir = dirname(pattern);
-  if (/[*?[]/.test(dir)) return null;
-  const bases = locate(state, dir);
+  // A pattern in the directory part (`*/out.js`) is expanded level by level: the directories it
+  // matches, each where it leads, are the bases (a match that is a file holds nothing). One that
+  // starts with a dot (`.*/x`) may match `..` in a bash before 5.2, which no listing shows: unknown.
+  if (/(^|\/)\.[^/]*[*?[]/.test(dir)) return null;
+  const bases = /[*?[]/.test(dir) ? expandGlob(state, dir, false)?.filter((p) => p.exists && state.facts.kind(p.real) === "directory") : locate(state, dir);
   if (!bases) return null;
   const re = globToRegExp(basename(pattern));
   const out: Located[] = [];
