@@ -12,7 +12,7 @@ export interface Destination {
 export interface NetworkSpec {
   /** Entry texts: `host`, `*.domain`, `host:port`, `*.domain:port`, `ip:port` (IPv6 as `[addr]:port`). Empty: no network. */
   readonly allow: readonly string[];
-  /** Same grammar; a match here wins over allow. */
+  /** Same grammar (entries.ts); a match here wins over allow, and an entry without a port denies every port. */
   readonly deny: readonly string[];
   /** Ask the boundary broker about an unlisted destination, one connection at a time. */
   readonly reviewUnlisted: boolean;
