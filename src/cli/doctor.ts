@@ -10,6 +10,8 @@ import { defaultTmpRootPath } from "../state/locations.ts";
 import { installLine, installTrust, WRITABLE_COPY_ENV } from "../policy/install-trust.ts";
 import { EXIT, type Io } from "./io.ts";
 import { sandboxDoctor, type SandboxDoctor } from "./sandbox.ts";
+import type { NetworkOrigins } from "../sandbox/network/entries.ts";
+import type { NetworkSpec } from "../sandbox/network/types.ts";
 
 export const DOCTOR_HELP = `Usage:
   pi-auto-mode doctor [--json]
@@ -18,7 +20,8 @@ Report the Node and Pi versions, Pi's agent dir ($PI_CODING_AGENT_DIR or ~/.pi/a
 the health of the auto-mode configuration (user file in the agent dir, project file
 .pi/auto-mode.json under the current directory), the health of auto mode's global state
 (auto-mode/ in the agent dir), the temporary writable root, the backend that runs shell
-commands and why, and whether a reviewer model is configured.
+commands and why, where sandboxed commands may connect (sandbox.network: the allow and
+deny entries and where each came from), and whether a reviewer model is configured.
 
 Options:
   --json       print one JSON object on the last line
@@ -105,6 +108,8 @@ export interface DoctorReport {
   /** The durable global state (the enabled flag, the reviewer), read as the gate reads it. */
   readonly state: { readonly status: "ok" | "missing" | "fault"; readonly path: string; readonly revision: number | null; readonly message: string };
   readonly tmpRoot: string;
+  /** The effective sandbox.network settings and where each part came from; null when the configuration is at fault. */
+  readonly network: { readonly spec: NetworkSpec; readonly origins: NetworkOrigins } | null;
   readonly backend: { readonly name: Backend; readonly why: string };
   /** The capability probe behind the backend, what is missing, and the sandbox's limits. */
   readonly sandbox: Omit<SandboxDoctor, "name" | "why">;
@@ -160,6 +165,7 @@ export async function doctorReport(io: Io): Promise<DoctorReport> {
     config,
     state,
     tmpRoot,
+    network: loaded.ok ? { spec: loaded.config.network, origins: loaded.config.networkOrigins } : null,
     backend: { name: sandbox.name, why: sandbox.why },
     sandbox: { probe: sandbox.probe, missing: sandbox.missing, facts: sandbox.facts },
     reviewer: await (await import("./review.ts")).reviewerStatus(agentDir),
@@ -195,6 +201,20 @@ async function stateReport(agentDir: string): Promise<DoctorReport["state"]> {
   }
 }
 
+/** The network lines of doctor's report: the allow list and its source, what the project removed, the denies, unlisted destinations. */
+export function networkRows(spec: NetworkSpec, origins: NetworkOrigins): string[] {
+  const from = (o: string) => (o === "default" ? "built-in defaults" : o);
+  const allowFrom = [...new Set(origins.allow.map(from))].join(", ");
+  return [
+    spec.allow.length === 0 ? "allow: none (no network in the sandbox)" : `allow (${allowFrom}): ${spec.allow.join(", ")}`,
+    ...(origins.removed.length > 0 ? [`removed by the project: ${origins.removed.join(", ")}`] : []),
+    spec.deny.length === 0 ? "deny: none" : `deny: ${spec.deny.map((d, i) => `${d} (${from(origins.deny[i] ?? "user")})`).join(", ")}`,
+    spec.reviewUnlisted
+      ? `unlisted destinations: asked of the reviewer, one connection at a time (reviewUnlisted, ${from(origins.reviewUnlisted)})`
+      : `unlisted destinations: refused${origins.reviewUnlisted === "project" ? " (the project turned reviewUnlisted off)" : ""}`,
+  ];
+}
+
 function human(r: DoctorReport): string {
   const pi =
     r.pi.status === "installed"
@@ -210,6 +230,7 @@ function human(r: DoctorReport): string {
     ["state", `${r.state.status}: ${r.state.message}`],
     ["", r.state.path],
     ["tmp root", r.tmpRoot],
+    ...(r.network ? networkRows(r.network.spec, r.network.origins).map((line, i): [string, string] => [i === 0 ? "network" : "", line]) : []),
     ["backend", r.backend.why],
     ...r.sandbox.facts.map((f): [string, string] => ["", f]),
     ...(r.sandbox.probe

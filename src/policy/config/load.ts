@@ -12,6 +12,9 @@ import { PROJECT_CONFIG_FILE, USER_CONFIG_FILE } from "./files.ts";
 import { compileRule, type CompiledRule, type RuleOrigin } from "../rules.ts";
 import { DEFAULT_UNDO_BOUNDS, type UndoBounds } from "./undo-bounds.ts";
 import { absenceOf, fullStamp, sameStamp, settled, type Absence, type Stamp, type StampBook } from "../../request/stamps.ts";
+import { NETWORK_DATA_PATH, networkData } from "../../sandbox/network/data.ts";
+import { type EffectiveNetwork, effectiveNetwork, type NetworkOrigins, networkListProblem } from "../../sandbox/network/entries.ts";
+import type { NetworkSpec } from "../../sandbox/network/types.ts";
 
 export { PROJECT_CONFIG_FILE, USER_CONFIG_FILE };
 
@@ -29,9 +32,29 @@ export interface PolicyConfig {
   readonly files: readonly string[];
   /** /perm-break-glass is allowed: neither the user's file nor the project's turned it off. */
   readonly breakGlass: boolean;
+  /**
+   * Where sandboxed commands may connect: the user's allow list (the defaults without one; `[]`
+   * is none) less what the project removes, the denies of both, and reviewUnlisted unless either
+   * file leaves it off. Every entry has been checked against the grammar.
+   */
+  readonly network: NetworkSpec;
+  /** Where each part of `network` came from (for doctor). */
+  readonly networkOrigins: NetworkOrigins;
 }
 
 export type ConfigResult = { readonly ok: true; readonly config: PolicyConfig } | { readonly ok: false; readonly path: string; readonly message: string };
+
+// Without valid data there is no default list to fall back on: no network (and loadPolicyConfig
+// reports the data's fault, so every call denies anyway).
+function defaultNetwork(): EffectiveNetwork {
+  try {
+    return effectiveNetwork(undefined, undefined);
+  } catch {
+    return { spec: { allow: [], deny: [], reviewUnlisted: false }, origins: { allow: [], deny: [], removed: [], reviewUnlisted: "default" } };
+  }
+}
+
+const DEFAULT_NETWORK = defaultNetwork();
 
 export const EMPTY_CONFIG: PolicyConfig = {
   tmpRoot: undefined,
@@ -43,6 +66,8 @@ export const EMPTY_CONFIG: PolicyConfig = {
   deny: [],
   files: [],
   breakGlass: true,
+  network: DEFAULT_NETWORK.spec,
+  networkOrigins: DEFAULT_NETWORK.origins,
 };
 
 /** The undo store's bounds: the user's, or the defaults (also when the configuration is at fault). */
@@ -185,6 +210,8 @@ function layer(loc: ConfigLocation, userPath: string, projectPath: string, user:
   } catch (e) {
     return { ok: false, path: projectPath, message: `invalid rule: ${(e as Error).message}` };
   }
+  const network = layerNetwork(u, p, userPath, projectPath);
+  if (!network.ok) return network;
   const globs = (list: readonly string[] | undefined) => (list ?? []).map((g) => resolve(loc.cwd, expandHome(g, loc.home)));
   const tmpRoot = u?.tmpRoot === undefined ? undefined : expandHome(u.tmpRoot, loc.home);
   // A relative root would depend on whatever directory the process happens to run in.
@@ -202,6 +229,35 @@ function layer(loc: ConfigLocation, userPath: string, projectPath: string, user:
       deny: [...userRules.deny, ...projectRules.deny],
       files: [user.kind === "ok" ? userPath : undefined, project.kind === "ok" ? projectPath : undefined].filter((f): f is string => f !== undefined),
       breakGlass: u?.breakGlass !== false && p?.breakGlass !== false,
+      network: network.value.spec,
+      networkOrigins: network.value.origins,
     },
   };
+}
+
+type Layered<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly path: string; readonly message: string };
+
+/** Both files' network settings over the shipped defaults; an invalid entry is a fault at its file and path. */
+function layerNetwork(u: UserConfig | undefined, p: ProjectConfig | undefined, userPath: string, projectPath: string): Layered<EffectiveNetwork> {
+  let defaults: NetworkSpec;
+  try {
+    defaults = networkData().defaults;
+    const problem = networkListProblem(defaults.allow) ?? networkListProblem(defaults.deny);
+    if (problem) throw new Error(`a default entry is invalid: ${problem}`);
+  } catch (e) {
+    return { ok: false, path: NETWORK_DATA_PATH, message: (e as Error).message };
+  }
+  const un = u?.sandbox?.network;
+  const pn = p?.sandbox?.network;
+  const lists: Array<[string, string, readonly string[] | undefined]> = [
+    [userPath, "allow", un?.allow],
+    [userPath, "deny", un?.deny],
+    [projectPath, "remove", pn?.remove],
+    [projectPath, "deny", pn?.deny],
+  ];
+  for (const [path, key, list] of lists) {
+    const problem = list && networkListProblem(list);
+    if (problem) return { ok: false, path, message: `/sandbox/network/${key}/${problem}` };
+  }
+  return { ok: true, value: effectiveNetwork(un, pn, defaults) };
 }

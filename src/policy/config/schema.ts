@@ -1,5 +1,6 @@
 // The user's and the project's auto-mode configuration, as typebox schemas. The project file
-// has no `allow` rules and no `tmpRoot`: it can only tighten what the user configured (P15).
+// has no `allow` rules, no `tmpRoot` and no network allow entries: it can only tighten what the
+// user configured (P15).
 
 import { Type, type Static } from "typebox";
 
@@ -14,6 +15,9 @@ const Rule = Type.Object(
 );
 
 const RuleList = Type.Array(Rule, { maxItems: 1000 });
+
+// Network entries (grammar in src/sandbox/network/entries.ts, checked when the file is layered).
+const NetworkEntries = Type.Array(Type.String({ minLength: 1, maxLength: 300 }), { maxItems: 1000 });
 
 export const UserConfigSchema = Type.Object(
   {
@@ -35,6 +39,21 @@ export const UserConfigSchema = Type.Object(
     breakGlass: Type.Optional(Type.Boolean()),
     rules: Type.Optional(
       Type.Object({ allow: Type.Optional(RuleList), review: Type.Optional(RuleList), deny: Type.Optional(RuleList) }, { additionalProperties: false }),
+    ),
+    // Where sandboxed commands may connect, through the host-side proxy. Without `allow` the
+    // default list (src/sandbox/data/network.json) applies; `"allow": []` is no network.
+    sandbox: Type.Optional(
+      Type.Object(
+        {
+          network: Type.Optional(
+            Type.Object(
+              { allow: Type.Optional(NetworkEntries), deny: Type.Optional(NetworkEntries), reviewUnlisted: Type.Optional(Type.Boolean()) },
+              { additionalProperties: false },
+            ),
+          ),
+        },
+        { additionalProperties: false },
+      ),
     ),
     // What /perm-undo can restore: the pre-images of the last applied commands, per workspace.
     undo: Type.Optional(
@@ -58,6 +77,21 @@ export const ProjectConfigSchema = Type.Object(
     // A project may turn break glass off for its workspace, never on (P15).
     breakGlass: Type.Optional(Type.Literal(false)),
     rules: Type.Optional(Type.Object({ review: Type.Optional(RuleList), deny: Type.Optional(RuleList) }, { additionalProperties: false })),
+    // A project may take entries out of the user's allow list, add denies and turn reviewing
+    // unlisted destinations off; it cannot add an allow entry or turn review on (P15).
+    sandbox: Type.Optional(
+      Type.Object(
+        {
+          network: Type.Optional(
+            Type.Object(
+              { remove: Type.Optional(NetworkEntries), deny: Type.Optional(NetworkEntries), reviewUnlisted: Type.Optional(Type.Literal(false)) },
+              { additionalProperties: false },
+            ),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false },
 );

@@ -51,6 +51,7 @@ const NetworkDataSchema = Type.Object(
         maxBytesPerConnection: Count(1, 2 ** 40),
         maxConnectionsPerRun: Count(1, 4096),
         maxHeaderBytes: Count(1024, 1_048_576),
+        headTimeoutMs: Count(100, 600_000),
       },
       { additionalProperties: false },
     ),
@@ -91,10 +92,12 @@ export interface ProxyBounds {
   readonly maxConnectionMs: number;
   /** Bytes in both directions together, per connection. */
   readonly maxBytesPerConnection: number;
-  /** Connections open at once for one sandboxed run. */
+  /** Connections made (or asked of the reviewer) over one sandboxed run. */
   readonly maxConnectionsPerRun: number;
   /** A request's head: the CONNECT or request line and its headers. */
   readonly maxHeaderBytes: number;
+  /** How long a client may take to send that head. */
+  readonly headTimeoutMs: number;
 }
 
 export interface LoadedNetworkData {

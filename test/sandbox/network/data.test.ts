@@ -45,6 +45,7 @@ describe("network data", () => {
       maxBytesPerConnection: 4 * 2 ** 30,
       maxConnectionsPerRun: 64,
       maxHeaderBytes: 16_384,
+      headTimeoutMs: 10_000,
     });
     assert.equal(d.forwarderPort, 3128);
   });
