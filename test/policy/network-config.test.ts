@@ -4,14 +4,14 @@
 // (P15): every way it could widen the list is refused or has no effect.
 
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { networkRows } from "../../src/cli/doctor.ts";
 import { type ConfigResult, EMPTY_CONFIG, loadPolicyConfig, type PolicyConfig, PROJECT_CONFIG_FILE, USER_CONFIG_FILE } from "../../src/policy/config/load.ts";
 import { networkData } from "../../src/sandbox/network/data.ts";
-import { compileNetworkPolicy, effectiveNetwork } from "../../src/sandbox/network/entries.ts";
+import { compileNetworkPolicy, effectiveNetwork, parseNetworkEntry } from "../../src/sandbox/network/entries.ts";
 import type { NetworkSpec } from "../../src/sandbox/network/types.ts";
 
 const made: string[] = [];
@@ -193,5 +193,33 @@ describe("doctor's network lines", () => {
       "deny: gist.github.com (user), *.github.com (project)",
       "unlisted destinations: asked of the reviewer, one connection at a time (reviewUnlisted, user)",
     ]);
+  });
+});
+
+describe("the README's network section", () => {
+  const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+  const section = readme.slice(readme.indexOf("## Network in the sandbox"), readme.indexOf("## The reviewer"));
+
+  test("its example configuration loads, and judges as the text says", () => {
+    const block = /```json\n([\s\S]*?)```/.exec(section)?.[1];
+    assert.ok(block, "a JSON example in the section");
+    const { version: _v, ...user } = JSON.parse(block) as { version: number };
+    const c = ok(load(env(user)));
+    const p = compileNetworkPolicy(c.network);
+    assert.equal(p.judge({ host: "raw.githubusercontent.com", port: 443 }).kind, "allow");
+    assert.equal(p.judge({ host: "githubusercontent.com", port: 443 }).kind, "unlisted");
+    assert.equal(p.judge({ host: "gist.github.com", port: 22 }).kind, "deny");
+    assert.equal(p.addressRefusal("127.0.0.1", 4873), undefined);
+    assert.match(p.addressRefusal("127.0.0.1", 4874)!, /loopback/);
+  });
+
+  test("it names every default entry", () => {
+    for (const e of DEFAULTS.allow) assert.ok(section.includes(`\`${e}\``), e);
+  });
+
+  test("every entry in its table parses", () => {
+    const entries = [...section.matchAll(/^\| (`[^|]*`) \|/gm)].flatMap((m) => [...m[1]!.matchAll(/`([^`]+)`/g)].map((x) => x[1]!));
+    assert.ok(entries.length >= 8);
+    for (const e of entries) assert.equal(typeof parseNetworkEntry(e), "object", e);
   });
 });
