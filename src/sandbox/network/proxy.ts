@@ -7,36 +7,15 @@
 
 import { lookup as dnsLookup } from "node:dns/promises";
 import { chmod } from "node:fs/promises";
-import { connect as tcpConnect, createServer, isIP, isIPv4, isIPv6, type Server } from "node:net";
+import { connect as tcpConnect, createServer, type Server } from "node:net";
 import type { Duplex } from "node:stream";
+import { ipVersion } from "./addresses.ts";
+import { networkData, type ProxyBounds } from "./data.ts";
+import { parseDestination } from "./entries.ts";
 import type { Destination, NetReport, NetworkPolicy, RefusalKind } from "./types.ts";
 
-export interface ProxyLimits {
-  /** Bounds the name lookup and each connect attempt. */
-  readonly connectTimeoutMs: number;
-  /** A relayed connection with no bytes in either direction for this long is ended. */
-  readonly idleTimeoutMs: number;
-  /** A connection's whole life, from its first byte to the proxy. */
-  readonly maxConnectionMs: number;
-  /** Both directions together, after the request head. */
-  readonly maxBytesPerConnection: number;
-  /** Destinations the proxy connects to or asks the reviewer about, over its lifetime (one run). */
-  readonly maxConnectionsPerRun: number;
-  readonly maxHeaderBytes: number;
-  /** How long a client may take to send its request head. */
-  readonly headTimeoutMs: number;
-}
-
-// TODO(issue 13): read these from src/sandbox/data/network.json's `proxy` key once the allowlist lands there.
-export const DEFAULT_PROXY_LIMITS: ProxyLimits = {
-  connectTimeoutMs: 10_000,
-  idleTimeoutMs: 120_000,
-  maxConnectionMs: 30 * 60_000,
-  maxBytesPerConnection: 4 * 1024 ** 3,
-  maxConnectionsPerRun: 64,
-  maxHeaderBytes: 16 * 1024,
-  headTimeoutMs: 10_000,
-};
+/** The bounds, network.json's `proxy` (data.ts ProxyBounds): connect, idle, lifetime, bytes, connections per run, head size and time. */
+export type ProxyLimits = ProxyBounds;
 
 export interface ResolvedAddress {
   readonly address: string;
@@ -49,6 +28,7 @@ export interface ConnectTarget extends ResolvedAddress {
 
 export interface ProxyOptions {
   readonly policy: NetworkPolicy;
+  /** Over network.json's `proxy` bounds. */
   readonly limits?: Partial<ProxyLimits>;
   /** Every address of a name, in the resolver's order. Default: the host's resolver (getaddrinfo). */
   readonly lookup?: (host: string) => Promise<readonly ResolvedAddress[]>;
@@ -97,7 +77,7 @@ const USER_CONFIG = "your auto-mode.json (user configuration)";
 export function refusalText(r: RefusalFacts): string {
   const where = r.host === undefined ? undefined : hostPort(r.host, r.port);
   const dest = where ?? "this destination";
-  const literal = r.host !== undefined && isIP(r.host) !== 0;
+  const literal = r.host !== undefined && ipVersion(r.host) !== 0;
   const entries = r.host === undefined ? "it" : literal || r.port === undefined ? `"${dest}"` : `"${r.host}" or "${dest}"`;
   const lead = "The sandbox's network proxy (pi-auto-mode)";
   switch (r.kind) {
@@ -108,10 +88,8 @@ export function refusalText(r: RefusalFacts): string {
     case "review-denied":
       return `${lead} refused ${dest}: it is not on the sandbox's network allowlist and the review of this connection did not approve it (${r.detail}). To let sandboxed commands reach it without a review, add ${entries} to sandbox.network.allow in ${USER_CONFIG}, ${ESCALATE}.`;
     case "address": {
-      const first = /^(\S+) \(/.exec(r.detail)?.[1];
-      const example = first !== undefined && r.port !== undefined ? ` such as "${hostPort(first, r.port)}"` : "";
       const how = literal ? "it is an address" : "its name resolves only to addresses";
-      return `${lead} refused ${dest}: ${how} that sandboxed commands may not reach: ${r.detail}. Loopback, link-local, private, multicast and cloud metadata addresses are reachable only through an exact ip:port entry in sandbox.network.allow${example}; add one to ${USER_CONFIG} if this is intended, ${ESCALATE}.`;
+      return `${lead} refused ${dest}: ${how} that sandboxed commands may not reach (${r.detail}). Loopback, link-local, private, multicast, cloud metadata and other special addresses are reachable only through an exact ip:port entry in sandbox.network.allow; add one to ${USER_CONFIG} if this is intended, ${ESCALATE}.`;
     }
     case "unresolved":
       return `${lead} could not resolve ${r.host ?? "the name"} (${r.detail}), so nothing was connected to ${dest}. Check the name; if it is right, this machine's DNS or network may be down, and an escalation would meet the same failure.`;
@@ -171,29 +149,11 @@ function parseHead(text: string): Head {
   return { ...line, headers };
 }
 
-/** A host as the command named it, normalized the way Destination says; refuses what no resolver should see. */
-function normalizeHost(raw: string, bracketed: boolean): string {
-  if (bracketed) {
-    if (!isIPv6(raw)) throw new Malformed("a bracketed host that is not an IPv6 address");
-    // The URL parser compresses and lowercases, so ::0001 and ::1 judge alike.
-    return new URL(`http://[${raw}]/`).hostname.slice(1, -1);
-  }
-  const host = raw.toLowerCase().replace(/\.$/, "");
-  if (isIPv4(host)) return host;
-  if (host.length === 0 || host.length > 253 || !/^[a-z0-9_-]{1,63}(?:\.[a-z0-9_-]{1,63})*$/.test(host))
-    throw new Malformed("a host name that is not a DNS name");
-  // getaddrinfo reads 127.1 or 2130706433 as an address: a name ending in a number is one in disguise.
-  if (/(?:^|\.)\d+$/.test(host)) throw new Malformed("a numeric host that is not a dotted IPv4 address");
-  return host;
-}
-
-function parseAuthority(authority: string, defaultPort: number | undefined): Destination {
-  const m = /^(?:\[([^\]]*)\]|([^:[\]@]*))(?::(\d{1,5}))?$/.exec(authority);
-  if (!m) throw new Malformed(authority.includes("@") ? "credentials in the URL's authority" : "an authority that is not host:port");
-  const port = m[3] === undefined ? defaultPort : Number(m[3]);
-  if (port === undefined) throw new Malformed("CONNECT without a port");
-  if (port < 1 || port > 65535) throw new Malformed("a port outside 1-65535");
-  return { host: normalizeHost(m[1] ?? m[2]!, m[1] !== undefined), port };
+/** A CONNECT authority or an http URL's, parsed the way entries are (entries.ts), so a name is judged as the allowlist spells it. */
+function authority(text: string, defaultPort: number | undefined): Destination {
+  const d = parseDestination(text, defaultPort);
+  if (typeof d === "string") throw new Malformed(d);
+  return d;
 }
 
 /** Dropped when forwarding: they speak to the proxy, or about this one hop. Transfer-Encoding stays: the body is relayed as sent. */
@@ -204,7 +164,7 @@ const FRAMING = new Set(["content-length", "transfer-encoding"]);
 type Route = { readonly mode: "connect"; readonly dest: Destination } | { readonly mode: "forward"; readonly dest: Destination; readonly head: Buffer };
 
 function route(head: Head): Route {
-  if (head.method === "CONNECT") return { mode: "connect", dest: parseAuthority(head.target, undefined) };
+  if (head.method === "CONNECT") return { mode: "connect", dest: authority(head.target, undefined) };
   const url = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/([^/?#]*)([/?][^#]*)?$/.exec(head.target);
   if (!url) {
     if (head.target.startsWith("/") || head.target === "*") throw new Malformed("a request for the proxy itself rather than through it (origin form)");
@@ -214,11 +174,11 @@ function route(head: Head): Route {
   if (scheme !== "http") {
     let dest: Destination | undefined;
     try {
-      dest = parseAuthority(url[2]!, scheme === "https" ? 443 : undefined);
+      dest = authority(url[2]!, scheme === "https" ? 443 : undefined);
     } catch {}
     throw new Malformed(`an ${scheme}:// URL sent as a plain request; ${scheme} goes through CONNECT`, 400, dest);
   }
-  const dest = parseAuthority(url[2]!, 80);
+  const dest = authority(url[2]!, 80);
   const path = url[3] === undefined ? "/" : url[3].startsWith("?") ? `/${url[3]}` : url[3];
 
   const named = new Set<string>();
@@ -353,7 +313,7 @@ function timer(ms: number, fn: () => void): NodeJS.Timeout {
 }
 
 export function createNetProxy(opts: ProxyOptions): NetProxy {
-  const limits: ProxyLimits = { ...DEFAULT_PROXY_LIMITS, ...opts.limits };
+  const limits: ProxyLimits = { ...networkData().proxy, ...opts.limits };
   const { policy } = opts;
   const lookup = opts.lookup ?? defaultLookup;
   const connect = opts.connect ?? defaultConnect;
@@ -499,7 +459,8 @@ export function createNetProxy(opts: ProxyOptions): NetProxy {
     }
 
     let addresses: readonly ResolvedAddress[];
-    if (isIP(dest.host) !== 0) addresses = [{ address: dest.host, family: isIPv4(dest.host) ? 4 : 6 }];
+    const literal = ipVersion(dest.host);
+    if (literal !== 0) addresses = [{ address: dest.host, family: literal }];
     else {
       try {
         addresses = await bounded(conn, lookup(dest.host));
@@ -518,9 +479,13 @@ export function createNetProxy(opts: ProxyOptions): NetProxy {
       if (a.family !== 4 && a.family !== 6) continue;
       const why = policy.addressRefusal(a.address, dest.port);
       if (why === undefined) accepted.push(a);
-      else refusals.push(`${a.address} (${why})`);
+      else refusals.push(why);
     }
-    if (accepted.length === 0) return refuse(conn, facts("address", refusals.length > 0 ? refusals.slice(0, 3).join("; ") : "no usable address"));
+    if (accepted.length === 0) {
+      // The policy's reason names the address, its class and the entry that would allow it; one is enough to act on.
+      const more = refusals.length > 1 ? ` (and ${refusals.length - 1} more refused address${refusals.length > 2 ? "es" : ""})` : "";
+      return refuse(conn, facts("address", refusals.length > 0 ? `${refusals[0]}${more}` : "no usable address"));
+    }
 
     let upstream: Duplex | undefined;
     let timedOut = false;

@@ -12,48 +12,23 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { createNetProxy, refusalText, type NetProxy, type ProxyOptions } from "../../../src/sandbox/network/proxy.ts";
-import type { Destination, DestinationVerdict, NetworkPolicy, RefusalKind } from "../../../src/sandbox/network/types.ts";
+import { compileNetworkPolicy } from "../../../src/sandbox/network/entries.ts";
+import type { Destination, NetworkPolicy, RefusalKind } from "../../../src/sandbox/network/types.ts";
 import { echoHttp, exchange, loopbackConnect, parseAnswer, readToClose, tcpSink, tunnel, type EchoHttp } from "../../helpers/net-servers.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "pi-auto-mode-proxy-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-// A stand-in for the compiled allowlist: exact hosts, *.domain, host:port and ip:port entries, and
-// an address classifier that refuses the non-public classes unless an ip:port entry names the
-// address exactly. `publicAddresses` lets a loopback address stand for a public one.
-function fakePolicy(
+// The real compiled allowlist; `publicAddresses` lets a loopback address stand for a public one
+// (a test never connects anywhere else).
+function testPolicy(
   allow: readonly string[],
   opts: { deny?: readonly string[]; reviewUnlisted?: boolean; publicAddresses?: readonly string[] } = {},
 ): NetworkPolicy {
-  const deny = opts.deny ?? [];
-  const matches = (entry: string, d: Destination): boolean => {
-    const m = /^(?:\[([^\]]+)\]|([^:]+))(?::(\d+))?$/.exec(entry)!;
-    const host = m[1] ?? m[2]!;
-    if (m[3] !== undefined && Number(m[3]) !== d.port) return false;
-    return host.startsWith("*.") ? d.host.endsWith(host.slice(1)) : host === d.host;
-  };
-  const classOf = (a: string): string | undefined => {
-    if (a === "169.254.169.254") return "cloud metadata";
-    if (a.startsWith("127.") || a === "::1") return "loopback";
-    if (a.startsWith("169.254.") || a.startsWith("fe80:")) return "link-local";
-    if (a.startsWith("10.") || a.startsWith("192.168.")) return "private";
-    return undefined;
-  };
-  return {
-    spec: { allow, deny, reviewUnlisted: opts.reviewUnlisted ?? false },
-    judge(d): DestinationVerdict {
-      const denied = deny.find((e) => matches(e, d));
-      if (denied) return { kind: "deny", entry: denied };
-      const allowed = allow.find((e) => matches(e, d));
-      return allowed ? { kind: "allow", entry: allowed } : { kind: "unlisted" };
-    },
-    addressRefusal(address, port) {
-      if (opts.publicAddresses?.includes(address)) return undefined;
-      const exact = isIP(address) === 6 ? `[${address}]:${port}` : `${address}:${port}`;
-      if (allow.includes(exact) && !deny.includes(exact)) return undefined;
-      return classOf(address);
-    },
-  };
+  const real = compileNetworkPolicy({ allow, deny: opts.deny ?? [], reviewUnlisted: opts.reviewUnlisted ?? false });
+  if (!opts.publicAddresses) return real;
+  const pub = new Set(opts.publicAddresses);
+  return { spec: real.spec, judge: (d) => real.judge(d), addressRefusal: (a, p) => (pub.has(a) ? undefined : real.addressRefusal(a, p)) };
 }
 
 let sockets = 0;
@@ -107,7 +82,7 @@ after(() => web.close());
 
 describe("through the proxy to a loopback server named by an ip:port entry", () => {
   test("CONNECT opens a tunnel: 200, then the server's own answer", HANG, async () => {
-    const { proxy: p, path } = await proxy({ policy: fakePolicy([`127.0.0.1:${web.port}`]) });
+    const { proxy: p, path } = await proxy({ policy: testPolicy([`127.0.0.1:${web.port}`]) });
     const t = await tunnel(path, `127.0.0.1:${web.port}`);
     assert.equal(t.answer.raw, "HTTP/1.1 200 Connection Established\r\n\r\n");
     t.socket.write(GET(`127.0.0.1:${web.port}`));
@@ -118,7 +93,7 @@ describe("through the proxy to a loopback server named by an ip:port entry", () 
   });
 
   test("an absolute-form GET goes out in origin form, hop-by-hop and Proxy-* headers removed, Host set, Connection: close", HANG, async () => {
-    const { path } = await proxy({ policy: fakePolicy([`127.0.0.1:${web.port}`]) });
+    const { path } = await proxy({ policy: testPolicy([`127.0.0.1:${web.port}`]) });
     const body = await new Promise<string>((resolve, reject) => {
       const req = request({
         socketPath: path,
@@ -150,7 +125,7 @@ describe("through the proxy to a loopback server named by an ip:port entry", () 
   });
 
   test("an absolute-form POST's body follows the head, including bytes sent in the same write", HANG, async () => {
-    const { path } = await proxy({ policy: fakePolicy([`127.0.0.1:${web.port}`]) });
+    const { path } = await proxy({ policy: testPolicy([`127.0.0.1:${web.port}`]) });
     const a = await exchange(path, [`POST http://127.0.0.1:${web.port}/up HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\nhello`, " world"]);
     assert.equal(a.status, 200, a.raw);
     const seen = JSON.parse(a.body);
@@ -161,21 +136,21 @@ describe("through the proxy to a loopback server named by an ip:port entry", () 
   test("an absolute-form URL without a path asks for /, and port 80 is the default", HANG, async () => {
     const sink = await tcpSink();
     after(() => sink.close());
-    const { path, asked } = await proxy({ policy: fakePolicy([`127.0.0.1:${sink.port}`, "plain.test:80"]), lookup: fakeLookup({}) });
+    const { path, asked } = await proxy({ policy: testPolicy([`127.0.0.1:${sink.port}`, "plain.proxy.test:80"]), lookup: fakeLookup({}) });
     const s = connect(path);
     s.write(`GET http://127.0.0.1:${sink.port}?x HTTP/1.1\r\nHost: h\r\n\r\n`);
     const head = (await sink.receivedAtLeast(0, 1)).toString("latin1");
     assert.match(head, new RegExp(`^GET /\\?x HTTP/1\\.1\\r\\nHost: 127\\.0\\.0\\.1:${sink.port}\\r\\n`));
     s.destroy();
-    const a = await exchange(path, "GET http://plain.test/ HTTP/1.1\r\nHost: plain.test\r\n\r\n");
-    assertRefused(a, 502, "unresolved", "plain.test:80");
+    const a = await exchange(path, "GET http://plain.proxy.test/ HTTP/1.1\r\nHost: plain.proxy.test\r\n\r\n");
+    assertRefused(a, 502, "unresolved", "plain.proxy.test:80");
     assert.deepEqual(asked, [`127.0.0.1:${sink.port}`]);
   });
 
   test("bytes sent after the CONNECT head in the same packet arrive upstream, in order", HANG, async () => {
     const sink = await tcpSink();
     after(() => sink.close());
-    const { path } = await proxy({ policy: fakePolicy([`127.0.0.1:${sink.port}`]) });
+    const { path } = await proxy({ policy: testPolicy([`127.0.0.1:${sink.port}`]) });
     const t = await tunnel(path, `127.0.0.1:${sink.port}`, "EARLY-BYTES|");
     assert.equal(t.answer.status, 200);
     t.socket.write("later");
@@ -186,7 +161,7 @@ describe("through the proxy to a loopback server named by an ip:port entry", () 
   test("the tunnel relays both ways and half-closes: the client's end reaches the server, the server's answer still comes back", HANG, async () => {
     const sink = await tcpSink({ echo: true });
     after(() => sink.close());
-    const { path } = await proxy({ policy: fakePolicy([`127.0.0.1:${sink.port}`]) });
+    const { path } = await proxy({ policy: testPolicy([`127.0.0.1:${sink.port}`]) });
     const t = await tunnel(path, `127.0.0.1:${sink.port}`);
     const back = readToClose(t.socket);
     t.socket.end("ping");
@@ -194,11 +169,28 @@ describe("through the proxy to a loopback server named by an ip:port entry", () 
     await (await sink.connection(0)).closed;
   });
 
+  test("the default connect (no injection), to IP literals only so nothing is resolved: a tunnel, and a refused port", HANG, async () => {
+    const closed = await tcpSink();
+    const deadPort = closed.port;
+    await closed.close();
+    const p = createNetProxy({ policy: testPolicy([`127.0.0.1:${web.port}`, `127.0.0.1:${deadPort}`]) });
+    open.push(p);
+    const path = join(dir, `p${sockets++}.sock`);
+    await p.listen(path);
+    const t = await tunnel(path, `127.0.0.1:${web.port}`);
+    assert.equal(t.answer.status, 200);
+    t.socket.write(GET("x"));
+    assert.match((await readToClose(t.socket)).toString(), /^HTTP\/1\.1 200/);
+    const a = await exchange(path, `CONNECT 127.0.0.1:${deadPort} HTTP/1.1\r\n\r\n`);
+    assertRefused(a, 502, "unreachable", `127.0.0.1:${deadPort}`);
+    assert.match(a.body, /ECONNREFUSED/);
+  });
+
   test("an IPv6 literal in brackets, where ::1 is available", HANG, async (t) => {
     const sink = await tcpSink({ host: "::1" }).catch(() => undefined);
     if (!sink) return t.skip("no ::1 on this machine");
     after(() => sink.close());
-    const { path } = await proxy({ policy: fakePolicy([`[::1]:${sink.port}`]) });
+    const { path } = await proxy({ policy: testPolicy([`[::1]:${sink.port}`]) });
     const tun = await tunnel(path, `[0:0::1]:${sink.port}`, "v6");
     assert.equal(tun.answer.status, 200, tun.answer.raw);
     assert.equal((await sink.receivedAtLeast(0, 2)).toString(), "v6");
@@ -208,7 +200,7 @@ describe("through the proxy to a loopback server named by an ip:port entry", () 
 
 describe("refusals: status, X-Pi-Auto-Mode-Refused, and a text naming host:port and the way out", () => {
   test("an unlisted host, and an unlisted port on an allowed loopback address", HANG, async () => {
-    const { path, asked } = await proxy({ policy: fakePolicy([`127.0.0.1:${web.port}`]) });
+    const { path, asked } = await proxy({ policy: testPolicy([`127.0.0.1:${web.port}`]) });
     const a = await exchange(path, "CONNECT example.org:443 HTTP/1.1\r\n\r\n");
     assertRefused(a, 403, "unlisted", "example.org:443");
     assert.match(a.body, /sandbox\.network\.allow in your auto-mode\.json \(user configuration\), or ask for an escalation/);
@@ -220,31 +212,32 @@ describe("refusals: status, X-Pi-Auto-Mode-Refused, and a text naming host:port 
   });
 
   test("a denied host, even when an allow entry matches it", HANG, async () => {
-    const { path } = await proxy({ policy: fakePolicy(["*.corp.test"], { deny: ["secret.corp.test"] }), lookup: fakeLookup({}) });
-    const a = await exchange(path, "CONNECT secret.corp.test:443 HTTP/1.1\r\n\r\n");
-    assertRefused(a, 403, "denied", "secret.corp.test:443");
-    assert.match(a.body, /"secret\.corp\.test" in sandbox\.network\.deny/);
+    const { path } = await proxy({ policy: testPolicy(["*.corp.proxy.test"], { deny: ["secret.corp.proxy.test"] }), lookup: fakeLookup({}) });
+    const a = await exchange(path, "CONNECT secret.corp.proxy.test:443 HTTP/1.1\r\n\r\n");
+    assertRefused(a, 403, "denied", "secret.corp.proxy.test:443");
+    assert.match(a.body, /"secret\.corp\.proxy\.test" in sandbox\.network\.deny/);
   });
 
   for (const [address, klass] of [
-    ["127.0.0.1", "loopback"],
-    ["169.254.169.254", "cloud metadata"],
-    ["10.0.0.1", "private"],
-    ["::1", "loopback"],
-    ["fe80::1", "link-local"],
+    ["127.0.0.1", "a loopback address"],
+    ["169.254.169.254", "a cloud metadata address"],
+    ["10.0.0.1", "a private address"],
+    ["::1", "a loopback address"],
+    ["fe80::1", "a link-local address"],
   ] as const) {
     test(`a listed name that resolves to ${address} (${klass}) is refused and never connected to`, HANG, async () => {
-      const { path, asked } = await proxy({ policy: fakePolicy(["*.test"]), lookup: fakeLookup({ "rebind.test": [address] }) });
-      const a = await exchange(path, "CONNECT rebind.test:443 HTTP/1.1\r\n\r\n");
-      assertRefused(a, 403, "address", "rebind.test:443");
-      assert.ok(a.body.includes(`${address} (${klass})`), a.body);
-      assert.match(a.body, /exact ip:port entry/);
+      const { path, asked } = await proxy({ policy: testPolicy(["*.proxy.test"]), lookup: fakeLookup({ "rebind.proxy.test": [address] }) });
+      const a = await exchange(path, "CONNECT rebind.proxy.test:443 HTTP/1.1\r\n\r\n");
+      assertRefused(a, 403, "address", "rebind.proxy.test:443");
+      assert.ok(a.body.includes(`${address} is ${klass}`), a.body);
+      assert.ok(a.body.includes(`naming exactly ${address.includes(":") ? `[${address}]` : address}:443`), a.body);
+      assert.match(a.body, /exact ip:port entry in sandbox\.network\.allow/);
       assert.deepEqual(asked, []);
     });
   }
 
   test("an IP literal is checked like a resolved address", HANG, async () => {
-    const { path, asked } = await proxy({ policy: fakePolicy(["169.254.169.254", "[fe80::1]"]) });
+    const { path, asked } = await proxy({ policy: testPolicy(["169.254.169.254", "[fe80::1]"]) });
     assertRefused(await exchange(path, "GET http://169.254.169.254/latest/meta-data/ HTTP/1.1\r\n\r\n"), 403, "address", "169.254.169.254:80");
     assertRefused(await exchange(path, "CONNECT [fe80::1]:443 HTTP/1.1\r\n\r\n"), 403, "address", "[fe80::1]:443");
     assert.deepEqual(asked, []);
@@ -254,10 +247,10 @@ describe("refusals: status, X-Pi-Auto-Mode-Refused, and a text naming host:port 
     const sink = await tcpSink();
     after(() => sink.close());
     const { path, asked } = await proxy({
-      policy: fakePolicy(["mixed.test"], { publicAddresses: ["127.0.0.1"] }),
-      lookup: fakeLookup({ "mixed.test": ["10.0.0.1", "127.0.0.1", "169.254.169.254"] }),
+      policy: testPolicy([`mixed.proxy.test:${sink.port}`], { publicAddresses: ["127.0.0.1"] }),
+      lookup: fakeLookup({ "mixed.proxy.test": ["10.0.0.1", "127.0.0.1", "169.254.169.254"] }),
     });
-    const t = await tunnel(path, `mixed.test:${sink.port}`, "x");
+    const t = await tunnel(path, `mixed.proxy.test:${sink.port}`, "x");
     assert.equal(t.answer.status, 200);
     await sink.receivedAtLeast(0, 1);
     assert.deepEqual(asked, [`127.0.0.1:${sink.port}`]);
@@ -271,14 +264,14 @@ describe("refusals: status, X-Pi-Auto-Mode-Refused, and a text naming host:port 
     const deadPort = closed.port;
     await closed.close();
     const { path, asked } = await proxy({
-      policy: fakePolicy(["two.test"], { publicAddresses: ["127.0.0.2", "127.0.0.1"] }),
+      policy: testPolicy([`two.proxy.test:${sink.port}`], { publicAddresses: ["127.0.0.2", "127.0.0.1"] }),
       lookup: async () => [
         { address: "127.0.0.2", family: 4 },
         { address: "127.0.0.1", family: 4 },
       ],
       connect: (to, signal) => loopbackConnect().connect(to.address === "127.0.0.2" ? { ...to, port: deadPort } : to, signal),
     });
-    const t = await tunnel(path, `two.test:${sink.port}`);
+    const t = await tunnel(path, `two.proxy.test:${sink.port}`);
     assert.equal(t.answer.status, 200, t.answer.raw);
     assert.deepEqual(asked, []);
     t.socket.destroy();
@@ -288,15 +281,15 @@ describe("refusals: status, X-Pi-Auto-Mode-Refused, and a text naming host:port 
     const closed = await tcpSink();
     const deadPort = closed.port;
     await closed.close();
-    const { path } = await proxy({ policy: fakePolicy(["*.test", `127.0.0.1:${deadPort}`]), lookup: fakeLookup({}) });
-    assertRefused(await exchange(path, "CONNECT nowhere.test:443 HTTP/1.1\r\n\r\n"), 502, "unresolved", "nowhere.test:443");
+    const { path } = await proxy({ policy: testPolicy(["*.proxy.test", `127.0.0.1:${deadPort}`]), lookup: fakeLookup({}) });
+    assertRefused(await exchange(path, "CONNECT nowhere.proxy.test:443 HTTP/1.1\r\n\r\n"), 502, "unresolved", "nowhere.proxy.test:443");
     const b = await exchange(path, `CONNECT 127.0.0.1:${deadPort} HTTP/1.1\r\n\r\n`);
     assertRefused(b, 502, "unreachable", `127.0.0.1:${deadPort}`);
     assert.match(b.body, /ECONNREFUSED/);
 
     let aborted = 0;
     const { path: slow } = await proxy({
-      policy: fakePolicy(["127.0.0.1:9"]),
+      policy: testPolicy(["127.0.0.1:9"]),
       limits: { connectTimeoutMs: 50 },
       connect: (_to, signal) =>
         new Promise((_resolve, reject) =>
@@ -309,16 +302,16 @@ describe("refusals: status, X-Pi-Auto-Mode-Refused, and a text naming host:port 
     assertRefused(await exchange(slow, "CONNECT 127.0.0.1:9 HTTP/1.1\r\n\r\n"), 504, "unreachable", "127.0.0.1:9");
     assert.equal(aborted, 1, "the hanging attempt is aborted");
 
-    const { path: hung } = await proxy({ policy: fakePolicy(["*.test"]), limits: { connectTimeoutMs: 50 }, lookup: () => new Promise(() => {}) });
-    const c = await exchange(hung, "CONNECT stuck.test:443 HTTP/1.1\r\n\r\n");
-    assertRefused(c, 502, "unresolved", "stuck.test:443");
+    const { path: hung } = await proxy({ policy: testPolicy(["*.proxy.test"]), limits: { connectTimeoutMs: 50 }, lookup: () => new Promise(() => {}) });
+    const c = await exchange(hung, "CONNECT stuck.proxy.test:443 HTTP/1.1\r\n\r\n");
+    assertRefused(c, 502, "unresolved", "stuck.proxy.test:443");
     assert.match(c.body, /timed out/);
   });
 
   test("past maxConnectionsPerRun: 503 limit, nothing asked or connected", HANG, async () => {
     let reviews = 0;
     const { path, asked } = await proxy({
-      policy: fakePolicy([`127.0.0.1:${web.port}`], { reviewUnlisted: true }),
+      policy: testPolicy([`127.0.0.1:${web.port}`], { reviewUnlisted: true }),
       limits: { maxConnectionsPerRun: 1 },
       review: async () => (reviews++, true),
     });
@@ -326,7 +319,7 @@ describe("refusals: status, X-Pi-Auto-Mode-Refused, and a text naming host:port 
     assert.equal(t.answer.status, 200);
     t.socket.destroy();
     assertRefused(await exchange(path, `CONNECT 127.0.0.1:${web.port} HTTP/1.1\r\n\r\n`), 503, "limit", `127.0.0.1:${web.port}`);
-    assertRefused(await exchange(path, `CONNECT unlisted.test:${web.port} HTTP/1.1\r\n\r\n`), 503, "limit", `unlisted.test:${web.port}`);
+    assertRefused(await exchange(path, `CONNECT unlisted.proxy.test:${web.port} HTTP/1.1\r\n\r\n`), 503, "limit", `unlisted.proxy.test:${web.port}`);
     assert.equal(reviews, 0);
     assert.equal(asked.length, 1);
   });
@@ -337,20 +330,20 @@ describe("review of an unlisted destination", () => {
     const answers = [true, false];
     const asked: Destination[] = [];
     const { path, proxy: p } = await proxy({
-      policy: fakePolicy([`127.0.0.1:${web.port}`], { reviewUnlisted: true }),
-      lookup: fakeLookup({ "review.test": ["127.0.0.1"] }),
+      policy: testPolicy([`127.0.0.1:${web.port}`], { reviewUnlisted: true }),
+      lookup: fakeLookup({ "review.proxy.test": ["127.0.0.1"] }),
       review: async (d) => (asked.push(d), answers.shift() ?? false),
     });
-    const first = await tunnel(path, `review.test:${web.port}`);
+    const first = await tunnel(path, `review.proxy.test:${web.port}`);
     assert.equal(first.answer.status, 200);
     first.socket.destroy();
-    const second = await exchange(path, `CONNECT review.test:${web.port} HTTP/1.1\r\n\r\n`);
-    assertRefused(second, 403, "review-denied", `review.test:${web.port}`);
+    const second = await exchange(path, `CONNECT review.proxy.test:${web.port} HTTP/1.1\r\n\r\n`);
+    assertRefused(second, 403, "review-denied", `review.proxy.test:${web.port}`);
     assert.deepEqual(asked, [
-      { host: "review.test", port: web.port },
-      { host: "review.test", port: web.port },
+      { host: "review.proxy.test", port: web.port },
+      { host: "review.proxy.test", port: web.port },
     ]);
-    assert.deepEqual(p.report().allowed, [{ host: "review.test", port: web.port, connections: 1, reviewed: true }]);
+    assert.deepEqual(p.report().allowed, [{ host: "review.proxy.test", port: web.port, connections: 1, reviewed: true }]);
     assert.deepEqual(
       p.report().refused.map((r) => r.kind),
       ["review-denied"],
@@ -360,22 +353,22 @@ describe("review of an unlisted destination", () => {
   test("a review that throws refuses; listed and denied destinations are never reviewed; without reviewUnlisted nothing is asked", HANG, async () => {
     let reviews = 0;
     const { path } = await proxy({
-      policy: fakePolicy([`127.0.0.1:${web.port}`], { reviewUnlisted: true, deny: ["bad.test"] }),
+      policy: testPolicy([`127.0.0.1:${web.port}`], { reviewUnlisted: true, deny: ["bad.proxy.test"] }),
       review: async () => {
         reviews++;
         throw new Error("broker gone");
       },
     });
-    assertRefused(await exchange(path, "CONNECT other.test:443 HTTP/1.1\r\n\r\n"), 403, "review-denied", "other.test:443");
-    assertRefused(await exchange(path, "CONNECT bad.test:443 HTTP/1.1\r\n\r\n"), 403, "denied", "bad.test:443");
+    assertRefused(await exchange(path, "CONNECT other.proxy.test:443 HTTP/1.1\r\n\r\n"), 403, "review-denied", "other.proxy.test:443");
+    assertRefused(await exchange(path, "CONNECT bad.proxy.test:443 HTTP/1.1\r\n\r\n"), 403, "denied", "bad.proxy.test:443");
     const t = await tunnel(path, `127.0.0.1:${web.port}`);
     assert.equal(t.answer.status, 200);
     t.socket.destroy();
     assert.equal(reviews, 1);
 
     let unasked = 0;
-    const { path: off } = await proxy({ policy: fakePolicy([]), review: async () => (unasked++, true) });
-    assertRefused(await exchange(off, "CONNECT other.test:443 HTTP/1.1\r\n\r\n"), 403, "unlisted", "other.test:443");
+    const { path: off } = await proxy({ policy: testPolicy([]), review: async () => (unasked++, true) });
+    assertRefused(await exchange(off, "CONNECT other.proxy.test:443 HTTP/1.1\r\n\r\n"), 403, "unlisted", "other.proxy.test:443");
     assert.equal(unasked, 0);
   });
 });
@@ -383,28 +376,28 @@ describe("review of an unlisted destination", () => {
 describe("malformed requests are answered, never left hanging", () => {
   const cases: readonly (readonly [string, string | Buffer, number, RegExp?])[] = [
     ["garbage", Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01]), 400],
-    ["a NUL in the request line", "GET\0 http://a.test/ HTTP/1.1\r\n\r\n", 400],
+    ["a NUL in the request line", "GET\0 http://a.proxy.test/ HTTP/1.1\r\n\r\n", 400],
     ["an origin-form request", "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 400, /origin form/],
-    ["an https:// absolute form", "GET https://a.test/ HTTP/1.1\r\n\r\n", 400, /CONNECT/],
-    ["an ftp:// absolute form", "GET ftp://a.test/x HTTP/1.1\r\n\r\n", 400, /CONNECT/],
-    ["CONNECT without a port", "CONNECT a.test HTTP/1.1\r\n\r\n", 400],
-    ["CONNECT to port 0", "CONNECT a.test:0 HTTP/1.1\r\n\r\n", 400],
-    ["HTTP/2", "CONNECT a.test:443 HTTP/2.0\r\n\r\n", 400],
-    ["credentials in the URL", "GET http://user:pw@a.test/ HTTP/1.1\r\n\r\n", 400, /credentials/],
+    ["an https:// absolute form", "GET https://a.proxy.test/ HTTP/1.1\r\n\r\n", 400, /CONNECT/],
+    ["an ftp:// absolute form", "GET ftp://a.proxy.test/x HTTP/1.1\r\n\r\n", 400, /CONNECT/],
+    ["CONNECT without a port", "CONNECT a.proxy.test HTTP/1.1\r\n\r\n", 400],
+    ["CONNECT to port 0", "CONNECT a.proxy.test:0 HTTP/1.1\r\n\r\n", 400],
+    ["HTTP/2", "CONNECT a.proxy.test:443 HTTP/2.0\r\n\r\n", 400],
+    ["credentials in the URL", "GET http://user:pw@a.proxy.test/ HTTP/1.1\r\n\r\n", 400, /user name/],
     ["a numeric host", "CONNECT 2130706433:80 HTTP/1.1\r\n\r\n", 400],
     ["a short IPv4 form", "CONNECT 127.1:80 HTTP/1.1\r\n\r\n", 400],
-    ["a bracketed non-IPv6 host", "CONNECT [a.test]:443 HTTP/1.1\r\n\r\n", 400],
-    ["a folded header", "GET http://a.test/ HTTP/1.1\r\nX: a\r\n  b\r\n\r\n", 400, /folded/],
-    ["bare LF line ends", "CONNECT a.test:443 HTTP/1.1\nHost: a\n\n", 400],
-    ["Content-Length with chunked", "POST http://a.test/ HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", 400],
-    ["two Content-Lengths", "POST http://a.test/ HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n", 400],
-    ["a huge header", `GET http://a.test/ HTTP/1.1\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`, 431],
-    ["no CRLF CRLF within the bound", `GET http://a.test/ HTTP/1.1\r\n${"X: y\r\n".repeat(4_000)}`, 431],
-    ["a connection that ends before its head does", "CONNECT a.test:443 HTTP/1.1\r\nHost: a", 400, /ended before/],
+    ["a bracketed non-IPv6 host", "CONNECT [a.proxy.test]:443 HTTP/1.1\r\n\r\n", 400],
+    ["a folded header", "GET http://a.proxy.test/ HTTP/1.1\r\nX: a\r\n  b\r\n\r\n", 400, /folded/],
+    ["bare LF line ends", "CONNECT a.proxy.test:443 HTTP/1.1\nHost: a\n\n", 400],
+    ["Content-Length with chunked", "POST http://a.proxy.test/ HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", 400],
+    ["two Content-Lengths", "POST http://a.proxy.test/ HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n", 400],
+    ["a huge header", `GET http://a.proxy.test/ HTTP/1.1\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`, 431],
+    ["no CRLF CRLF within the bound", `GET http://a.proxy.test/ HTTP/1.1\r\n${"X: y\r\n".repeat(4_000)}`, 431],
+    ["a connection that ends before its head does", "CONNECT a.proxy.test:443 HTTP/1.1\r\nHost: a", 400, /ended before/],
   ];
   for (const [name, data, status, body] of cases) {
     test(`${name}: ${status}`, HANG, async () => {
-      const { path, asked } = await proxy({ policy: fakePolicy(["a.test", "*.test"]), lookup: fakeLookup({ "a.test": ["127.0.0.1"] }) });
+      const { path, asked } = await proxy({ policy: testPolicy(["a.proxy.test", "*.proxy.test"]), lookup: fakeLookup({ "a.proxy.test": ["127.0.0.1"] }) });
       const a = await new Promise<ReturnType<typeof parseAnswer>>((resolve, reject) => {
         const s = connect(path);
         const chunks: Buffer[] = [];
@@ -422,8 +415,8 @@ describe("malformed requests are answered, never left hanging", () => {
   }
 
   test("a head that never completes gets 408 after the head timeout", HANG, async () => {
-    const { path } = await proxy({ policy: fakePolicy(["*.test"]), limits: { headTimeoutMs: 50 } });
-    const a = await exchange(path, "CONNECT a.test:443 HTTP/1.1\r\nHost: a");
+    const { path } = await proxy({ policy: testPolicy(["*.proxy.test"]), limits: { headTimeoutMs: 50 } });
+    const a = await exchange(path, "CONNECT a.proxy.test:443 HTTP/1.1\r\nHost: a");
     assert.equal(a.status, 408);
     assert.equal(a.headers["x-pi-auto-mode-refused"], "malformed");
   });
@@ -431,7 +424,7 @@ describe("malformed requests are answered, never left hanging", () => {
   test("a request line split between CR and LF is still read", HANG, async () => {
     const sink = await tcpSink();
     after(() => sink.close());
-    const { path } = await proxy({ policy: fakePolicy([`127.0.0.1:${sink.port}`]) });
+    const { path } = await proxy({ policy: testPolicy([`127.0.0.1:${sink.port}`]) });
     const s = connect(path);
     s.write(`CONNECT 127.0.0.1:${sink.port} HTTP/1.1\r`);
     await new Promise((r) => setTimeout(r, 20));
@@ -445,7 +438,7 @@ describe("bounds", () => {
   test("an idle tunnel is ended on both sides", HANG, async () => {
     const sink = await tcpSink();
     after(() => sink.close());
-    const { path } = await proxy({ policy: fakePolicy([`127.0.0.1:${sink.port}`]), limits: { idleTimeoutMs: 100 } });
+    const { path } = await proxy({ policy: testPolicy([`127.0.0.1:${sink.port}`]), limits: { idleTimeoutMs: 100 } });
     const t = await tunnel(path, `127.0.0.1:${sink.port}`);
     await readToClose(t.socket);
     await (await sink.connection(0)).closed;
@@ -454,7 +447,7 @@ describe("bounds", () => {
   test("the byte cap (both directions together) ends a tunnel and is reported as a limit", HANG, async () => {
     const sink = await tcpSink({ echo: true });
     after(() => sink.close());
-    const { path, proxy: p } = await proxy({ policy: fakePolicy([`127.0.0.1:${sink.port}`]), limits: { maxBytesPerConnection: 1000 } });
+    const { path, proxy: p } = await proxy({ policy: testPolicy([`127.0.0.1:${sink.port}`]), limits: { maxBytesPerConnection: 1000 } });
     const t = await tunnel(path, `127.0.0.1:${sink.port}`);
     const back = readToClose(t.socket);
     t.socket.write("a".repeat(400));
@@ -472,7 +465,7 @@ describe("bounds", () => {
   test("the lifetime bound ends a tunnel that keeps moving", HANG, async () => {
     const sink = await tcpSink({ echo: true });
     after(() => sink.close());
-    const { path, proxy: p } = await proxy({ policy: fakePolicy([`127.0.0.1:${sink.port}`]), limits: { maxConnectionMs: 200, idleTimeoutMs: 60_000 } });
+    const { path, proxy: p } = await proxy({ policy: testPolicy([`127.0.0.1:${sink.port}`]), limits: { maxConnectionMs: 200, idleTimeoutMs: 60_000 } });
     const t = await tunnel(path, `127.0.0.1:${sink.port}`);
     const tick = setInterval(() => t.socket.write("."), 20);
     await readToClose(t.socket);
@@ -483,7 +476,7 @@ describe("bounds", () => {
   test("the client going destroys the upstream, and the upstream going ends the client", HANG, async () => {
     const sink = await tcpSink();
     after(() => sink.close());
-    const { path } = await proxy({ policy: fakePolicy([`127.0.0.1:${sink.port}`]) });
+    const { path } = await proxy({ policy: testPolicy([`127.0.0.1:${sink.port}`]) });
     const a = await tunnel(path, `127.0.0.1:${sink.port}`);
     const upA = await sink.connection(0);
     a.socket.destroy();
@@ -500,13 +493,13 @@ describe("bounds", () => {
     after(() => sink.close());
     let hold!: () => void;
     const { path, proxy: p } = await proxy({
-      policy: fakePolicy([`127.0.0.1:${sink.port}`], { reviewUnlisted: true }),
+      policy: testPolicy([`127.0.0.1:${sink.port}`], { reviewUnlisted: true }),
       review: () => new Promise<boolean>((r) => (hold = () => r(true))),
     });
     const t = await tunnel(path, `127.0.0.1:${sink.port}`);
     const up = await sink.connection(0);
     const waiting = connect(path);
-    waiting.write(`CONNECT held.test:${sink.port} HTTP/1.1\r\n\r\n`);
+    waiting.write(`CONNECT held.proxy.test:${sink.port} HTTP/1.1\r\n\r\n`);
     const waitingClosed = readToClose(waiting);
     while (!hold) await new Promise((r) => setTimeout(r, 5));
     const partial = connect(path);
@@ -531,7 +524,7 @@ describe("bounds", () => {
 
 describe("listen and report", () => {
   test("the unix socket is mode 0600 and works end to end with net.connect(path); accept() serves a socket handed over", HANG, async () => {
-    const { path, proxy: p } = await proxy({ policy: fakePolicy([`127.0.0.1:${web.port}`]) });
+    const { path, proxy: p } = await proxy({ policy: testPolicy([`127.0.0.1:${web.port}`]) });
     assert.equal(statSync(path).mode & 0o777, 0o600);
     const t = await tunnel(path, `127.0.0.1:${web.port}`);
     t.socket.write(GET("x"));
@@ -541,11 +534,11 @@ describe("listen and report", () => {
     const handed = join(dir, "handed.sock");
     await new Promise<void>((r) => server.listen(handed, r));
     after(() => new Promise<void>((r) => server.close(() => r())));
-    assertRefused(await exchange(handed, "CONNECT elsewhere.test:443 HTTP/1.1\r\n\r\n"), 403, "unlisted", "elsewhere.test:443");
+    assertRefused(await exchange(handed, "CONNECT elsewhere.proxy.test:443 HTTP/1.1\r\n\r\n"), 403, "unlisted", "elsewhere.proxy.test:443");
   });
 
   test("the report holds host and port (deduplicated with counts), never paths, queries, headers or bodies", HANG, async () => {
-    const { path, proxy: p } = await proxy({ policy: fakePolicy([`127.0.0.1:${web.port}`]) });
+    const { path, proxy: p } = await proxy({ policy: testPolicy([`127.0.0.1:${web.port}`]) });
     for (let i = 0; i < 2; i++) {
       const a = await exchange(
         path,
@@ -553,16 +546,16 @@ describe("listen and report", () => {
       );
       assert.equal(a.status, 200);
     }
-    await exchange(path, "GET http://unlisted.test/private-path?key=k HTTP/1.1\r\nCookie: c=1\r\n\r\n");
-    await exchange(path, "GET http://unlisted.test/again HTTP/1.1\r\n\r\n");
-    await exchange(path, "GET https://unlisted.test/x?y HTTP/1.1\r\n\r\n");
+    await exchange(path, "GET http://unlisted.proxy.test/private-path?key=k HTTP/1.1\r\nCookie: c=1\r\n\r\n");
+    await exchange(path, "GET http://unlisted.proxy.test/again HTTP/1.1\r\n\r\n");
+    await exchange(path, "GET https://unlisted.proxy.test/x?y HTTP/1.1\r\n\r\n");
     const r = p.report();
     assert.deepEqual(r.allowed, [{ host: "127.0.0.1", port: web.port, connections: 2 }]);
     assert.deepEqual(
       r.refused.map(({ host, port, kind, connections }) => ({ host, port, kind, connections })),
       [
-        { host: "unlisted.test", port: 80, kind: "unlisted", connections: 2 },
-        { host: "unlisted.test", port: 443, kind: "malformed", connections: 1 },
+        { host: "unlisted.proxy.test", port: 80, kind: "unlisted", connections: 2 },
+        { host: "unlisted.proxy.test", port: 443, kind: "malformed", connections: 1 },
       ],
     );
     const text = JSON.stringify(r);
@@ -572,12 +565,18 @@ describe("listen and report", () => {
   test("refusalText: one paragraph per kind, naming host:port", HANG, () => {
     const kinds: RefusalKind[] = ["unlisted", "denied", "address", "review-denied", "malformed", "unresolved", "unreachable", "limit"];
     for (const kind of kinds) {
-      const text = refusalText({ kind, host: "registry.example", port: 8443, detail: "10.0.0.1 (private)" });
+      const text = refusalText({ kind, host: "registry.example", port: 8443, detail: "some detail" });
       assert.ok(text.includes("registry.example:8443"), kind);
       assert.ok(!text.includes("\n"), kind);
     }
-    assert.match(refusalText({ kind: "address", host: "x.test", port: 80, detail: "10.0.0.1 (private)" }), /such as "10\.0\.0\.1:80"/);
-    assert.match(refusalText({ kind: "address", host: "fe80::1", port: 80, detail: "fe80::1 (link-local)" }), /\[fe80::1\]:80.*such as "\[fe80::1\]:80"/);
+    const where = /sandbox\.network\.allow in your auto-mode\.json \(user configuration\), or ask for an escalation/;
+    for (const kind of ["unlisted", "denied", "review-denied"] as const)
+      assert.match(refusalText({ kind, host: "a.example", port: 443, detail: "x" }), where, kind);
+    assert.match(refusalText({ kind: "unlisted", host: "a.example", port: 8443, detail: "" }), /add "a\.example" or "a\.example:8443"/);
+    assert.match(
+      refusalText({ kind: "address", host: "fe80::1", port: 80, detail: "fe80::1 is a link-local address" }),
+      /refused \[fe80::1\]:80: it is an address .*exact ip:port entry/,
+    );
     assert.match(refusalText({ kind: "unlisted", host: "::1", port: 80, detail: "" }), /add "\[::1\]:80" to sandbox\.network\.allow/);
     assert.match(
       refusalText({ kind: "malformed", detail: "bytes that do not begin an HTTP request" }),
