@@ -10,6 +10,7 @@ import { registerUndoCommand } from "./commands/undo.ts";
 import { registerOverrideCommands } from "./commands/overrides.ts";
 import { createOverrides } from "./grants/overrides.ts";
 import { publishBroker } from "./tools/broker-link.ts";
+import { NETWORK_ENTRY_TYPE, networkRecord } from "./audit/network-record.ts";
 import { rememberHeld } from "./tools/held-effects.ts";
 import type { ReviewService } from "./review/service.ts";
 import { addUsage } from "./review/types.ts";
@@ -82,6 +83,12 @@ export default function autoMode(pi: ExtensionAPI): void {
       // Held changes the user may still approve, as they were (P14).
       onHeld: ({ toolCallId, ctx, command }, kept) => rememberHeld(overrides, { toolCallId, ctx, command, home: homedir() }, kept),
     },
+    // An unlisted destination, when the user opted in (sandbox.network.reviewUnlisted): the broker decides, once per connection.
+    destinations:
+      ({ ctx }) =>
+      async (dest) =>
+        (await import("./grants/broker.ts")).connectionReviewer(broker, ctx.sessionManager.getSessionId(), ctx.cwd)(dest),
+    onNetwork: ({ toolCallId }, report) => pi.appendEntry(NETWORK_ENTRY_TYPE, networkRecord(toolCallId, report, Date.now())),
   });
   pi.registerTool(bashTool);
   // Whether another extension's bash replaced ours: it would run contained commands bare (P5).
@@ -242,7 +249,7 @@ export default function autoMode(pi: ExtensionAPI): void {
   });
 
   // Other extensions ask about their own boundaries through the same layers (P14).
-  publishBroker({
+  const broker = publishBroker({
     session: () => lastCtx,
     reviewHook: async () => {
       await (gate ??= buildGate());

@@ -8,6 +8,7 @@ import { homedir } from "node:os";
 import type { ConfigResult } from "../policy/config/load.ts";
 import { concurrentDenial, decisionDenial, denialBody, escalationDenial, escalationInvalidDenial } from "../policy/denial.ts";
 import { decide, prepareGate, type GateContext, type GateResult } from "../policy/gate.ts";
+import type { Judgement } from "../policy/judge.ts";
 import { guardedByInstall, installTrust } from "../policy/install-trust.ts";
 import { type Backend, type Decision, isSandboxed, type ReasonCode, type Route } from "../policy/types.ts";
 import { escalationAsk } from "../request/escalation-ask.ts";
@@ -190,7 +191,7 @@ export function createCallGate(deps: AdmitDeps): (call: GateCall, env: CallEnv) 
     const backend = runtime.backend();
     if (step.outcome === "sandboxed") {
       const workspace = workspaceAccess(backend, result.decision, step.reviewed);
-      issue(deps, call, { passed: "sandboxed", gate: gate.context, backend, workspace });
+      issue(deps, call, { passed: "sandboxed", gate: gate.context, backend, workspace, needsNetwork: needsNetwork(result.judgement) });
       return { kind: "run-sandboxed", workspace };
     }
     const host: HostReason | undefined =
@@ -331,7 +332,13 @@ function issue(
   deps: AdmitDeps,
   call: GateCall,
   pass:
-    | { readonly passed: "sandboxed"; readonly gate: GateContext; readonly backend: Backend; readonly workspace: WorkspaceAccess }
+    | {
+        readonly passed: "sandboxed";
+        readonly gate: GateContext;
+        readonly backend: Backend;
+        readonly workspace: WorkspaceAccess;
+        readonly needsNetwork: boolean;
+      }
     | { readonly passed: "allowed"; readonly host: HostReason | undefined; readonly backend: Backend },
 ): void {
   if (!deps.tickets || call.toolName !== "bash") return;
@@ -341,7 +348,12 @@ function issue(
     deps.tickets.admit(call.toolCallId, {
       placement: "sandbox",
       command,
-      scope: { places: pass.gate.judge.places, protectedGlobs: pass.gate.judge.protectedGlobs },
+      scope: {
+        places: pass.gate.judge.places,
+        protectedGlobs: pass.gate.judge.protectedGlobs,
+        ...(pass.gate.config.ok ? { network: pass.gate.config.config.network } : {}),
+        needsNetwork: pass.needsNetwork,
+      },
       backend: pass.backend,
       workspace: pass.workspace,
     });
@@ -349,6 +361,11 @@ function issue(
   }
   if (pass.host === undefined) return;
   deps.tickets.admit(call.toolCallId, { placement: "host", command, why: pass.host, backend: pass.backend });
+}
+
+/** The judgement found a part of the command that uses the network (a failure then says whether it had any). */
+function needsNetwork(j: Judgement | undefined): boolean {
+  return j !== undefined && (j.reason === "network" || (j.parts ?? []).some((p) => p.reason === "network"));
 }
 
 function deepFreeze(v: unknown, seen: WeakSet<object> = new WeakSet()): void {

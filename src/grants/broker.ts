@@ -157,3 +157,25 @@ function provenanceOf(r: CallRecord | undefined): Provenance {
   if (by === "break-glass") return "break-glass";
   return r?.route === "review" ? "reviewer" : "deterministic";
 }
+
+/**
+ * The sandbox proxy's question about one unlisted destination, asked as any boundary would ask
+ * it: allowed only when the broker allows it and its grant is redeemed for exactly this
+ * connection, at once. Every later connection, to the same destination too, is asked again.
+ */
+export function connectionReviewer(
+  broker: BoundaryBroker,
+  sessionId: string,
+  cwd: string,
+): (dest: { readonly host: string; readonly port: number }) => Promise<boolean> {
+  return async (dest) => {
+    const host = dest.host.includes(":") ? `[${dest.host}]` : dest.host;
+    const request: BoundaryRequest = { surface: "network", operation: "connect", cwd, destination: `${host}:${dest.port}` };
+    try {
+      const d = await broker.review(request, { sessionId, issueGrant: true, scopeKey: "pi-auto-mode sandbox proxy" });
+      return d.kind === "allow" && d.grant !== undefined && broker.consumeGrant(request, sessionId, d.grant);
+    } catch {
+      return false;
+    }
+  };
+}

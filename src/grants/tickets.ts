@@ -3,12 +3,17 @@
 // so a call can never be executed a second time on the strength of one decision (P9).
 
 import type { Backend } from "../policy/types.ts";
+import type { NetworkSpec } from "../sandbox/network/types.ts";
 import type { Places } from "../policy/places.ts";
 
 /** What the gate judged a call against; the sandbox enforces the same places. */
 export interface SandboxScope {
   readonly places: Places;
   readonly protectedGlobs: readonly string[];
+  /** The user's network allowlist, layered (P15); absent: no network. */
+  readonly network?: NetworkSpec;
+  /** The gate judged the command to need the network (a failure then says whether it had any). */
+  readonly needsNetwork?: boolean;
 }
 
 /**

@@ -17,6 +17,7 @@ import { isSandboxed } from "../policy/types.ts";
 import type { EffectReport } from "./effects/settle.ts";
 import { discardRun, markStart } from "./stage.ts";
 import type { SpawnIo } from "./spawn.ts";
+import type { NetReport } from "./network/types.ts";
 import type { BackendStatus, ProbeResult, RunRequest, SandboxDriver } from "./types.ts";
 import { createLinuxDriver } from "./linux/driver.ts";
 import { createMacDriver } from "./macos/driver.ts";
@@ -26,7 +27,12 @@ const SLOT = Symbol.for("pi-auto-mode:sandbox-controller");
 const DRAIN_TIMEOUT_MS = 5_000;
 const KILL_GRACE_MS = 2_000;
 
-export type RunResult =
+export type RunResult = RunEnd & {
+  /** With network: the destinations the command reached and the ones the proxy refused. */
+  readonly network?: NetReport;
+};
+
+type RunEnd =
   /** `effects`: for a staged run, what became of the command's changes. */
   | { readonly kind: "exited"; readonly exitCode: number; readonly effects?: EffectReport }
   /** The sandbox stopped the command (it was filling a disk); nothing it staged was applied. */
@@ -213,9 +219,16 @@ export function createController(opts: ControllerOptions = {}): SandboxControlle
       let result: RunResult;
       let ended: { facts: import("./effects/facts.ts").StagedFacts } | undefined;
       let startCtimeNs = 0n;
+      let network: NetReport | undefined;
       try {
         if (stage) startCtimeNs = markStart(stage);
-        const outcome = await driver.exec(prepared.spec, { onData: io.onData, signal: abort.signal, timeout: io.timeout });
+        const outcome = await driver.exec(prepared.spec, {
+          onData: io.onData,
+          signal: abort.signal,
+          timeout: io.timeout,
+          ...(io.reviewDestination ? { reviewDestination: io.reviewDestination } : {}),
+        });
+        network = outcome.network;
         switch (outcome.kind) {
           case "exited":
             result = { kind: "exited", exitCode: outcome.exitCode };
@@ -272,7 +285,7 @@ export function createController(opts: ControllerOptions = {}): SandboxControlle
           }
         }
       }
-      return result;
+      return network && (network.allowed.length > 0 || network.refused.length > 0) ? { ...result, network } : result;
     } finally {
       io.signal?.removeEventListener("abort", onOuterAbort);
       leases.delete(id);

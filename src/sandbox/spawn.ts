@@ -10,6 +10,8 @@ import { closeSync, openSync, statfsSync, writeFileSync } from "node:fs";
 import { constants as osConstants } from "node:os";
 import type { Socket } from "node:net";
 import { collectFacts, type FactsPlanRoot, type StagedFacts } from "./effects/facts.ts";
+import { startRunNetwork, type RunNetwork, type SpawnNetwork } from "./network/run.ts";
+import type { Destination, NetReport } from "./network/types.ts";
 
 export interface SpawnSpec {
   readonly file: string;
@@ -29,6 +31,8 @@ export interface SpawnSpec {
    * helper already lives in the cgroup (a one-shot run): a child that cannot join does not start.
    */
   readonly cgroupProcs?: string;
+  /** A staged run with network: the proxy it gets, and the forwarder the holder starts (network/run.ts). */
+  readonly network?: SpawnNetwork;
 }
 
 /** The file and argv to spawn: the spec's own, or a shell that joins the cgroup and then becomes it (same pid). */
@@ -70,9 +74,16 @@ export interface SpawnIo {
   readonly signal?: AbortSignal;
   /** Seconds, as Pi's bash tool takes them. */
   readonly timeout?: number;
+  /** An unlisted destination, when the network spec says to ask: true allows this one connection. */
+  readonly reviewDestination?: (dest: Destination) => Promise<boolean>;
 }
 
-export type SpawnOutcome =
+export type SpawnOutcome = SpawnEnd & {
+  /** With network: the destinations the command reached and the ones refused. */
+  readonly network?: NetReport;
+};
+
+type SpawnEnd =
   /** `facts`: for a staged run, what the command left in its upper layers (absent: unreadable). */
   | { readonly kind: "exited"; readonly exitCode: number; readonly facts?: StagedFacts }
   /** Stopped because it was filling a disk; nothing it staged is applied. */
@@ -123,13 +134,28 @@ export function launchSandbox(spec: SpawnSpec): Launched {
     const detail = `cannot open ${spec.fd3File}: ${(e as Error).message}`;
     return { run: async () => ({ kind: "not-started", detail }), cancel() {}, gone: () => true };
   }
+  // The network's proxy listens before the holder starts the forwarder that connects to it.
+  let net: RunNetwork | undefined;
+  if (spec.network && spec.staged) {
+    try {
+      net = startRunNetwork(spec.network);
+    } catch (e) {
+      if (fd3 !== undefined) closeSync(fd3);
+      const detail = `cannot start the sandbox's network proxy: ${(e as Error).message}`;
+      return { run: async () => ({ kind: "not-started", detail }), cancel() {}, gone: () => true };
+    }
+  }
+  const pipes = new Set([spec.startedFd, spec.staged?.fd, net ? spec.network?.readyFd : undefined].filter((f): f is number => f !== undefined));
   const stdio: StdioOptions = ["ignore", "pipe", "pipe"];
-  const lastFd = Math.max(spec.startedFd, spec.staged?.fd ?? 0);
-  for (let fd = 3; fd <= lastFd; fd++) stdio.push(fd === spec.startedFd || fd === spec.staged?.fd ? "pipe" : fd === 3 && fd3 !== undefined ? fd3 : "ignore");
+  const lastFd = Math.max(...pipes);
+  for (let fd = 3; fd <= lastFd; fd++) stdio.push(pipes.has(fd) ? "pipe" : fd === 3 && fd3 !== undefined ? fd3 : "ignore");
   let child: ReturnType<typeof spawn>;
   try {
     const [file, args] = commandOf(spec);
     child = spawn(file, args, { cwd: spec.cwd, env: spec.env, stdio, detached: true });
+  } catch (e) {
+    void net?.close();
+    throw e;
   } finally {
     if (fd3 !== undefined) closeSync(fd3);
   }
@@ -140,6 +166,8 @@ export function launchSandbox(spec: SpawnSpec): Launched {
     if (closed) return;
     closed = true;
     exit = { code, signal, ...(error ? { error } : {}) };
+    // The proxy never outlives its sandbox: every connection of the run ends with it.
+    void net?.close();
     onClose?.();
   };
   child.on("error", (e) => close(null, null, e));
@@ -173,6 +201,8 @@ export function launchSandbox(spec: SpawnSpec): Launched {
   startedStream?.on("error", () => {});
 
   const channel = spec.staged ? (child.stdio[spec.staged.fd] as Socket | null) : null;
+  // The forwarder's "ready <pid>": only then may the command start (it would find no proxy before).
+  const forwarder = net && spec.network ? net.forwarderReady(child.stdio[spec.network.readyFd] as Socket | null) : undefined;
   let facts: StagedFacts | undefined;
   if (spec.staged && channel) {
     const plan = spec.staged;
@@ -193,9 +223,13 @@ export function launchSandbox(spec: SpawnSpec): Launched {
     cancel() {
       claimed = true;
       killGroup(child.pid);
+      void net?.close();
     },
     run(io, argv, disk) {
-      return new Promise<SpawnOutcome>((resolve) => {
+      if (net) net.reviewer = io.reviewDestination;
+      const withNetwork = (o: SpawnOutcome): SpawnOutcome => (net ? { ...o, network: net.report() } : o);
+      return new Promise<SpawnOutcome>((resolveEnd) => {
+        const resolve = (o: SpawnOutcome) => resolveEnd(withNetwork(o));
         if (claimed) return resolve({ kind: "not-started", detail: "this sandbox was already used" });
         claimed = true;
         sink = io.onData;
@@ -265,7 +299,14 @@ export function launchSandbox(spec: SpawnSpec): Launched {
             early.push(Buffer.from(`cannot hand the sandbox its arguments: ${(e as Error).message}`));
             return;
           }
-          channel?.write("go\n");
+          if (!forwarder) channel?.write("go\n");
+          else
+            void forwarder.then((ready) => {
+              if (closed) return;
+              if ("pid" in ready) return void channel?.write(`go ${ready.pid}\n`);
+              killGroup(child.pid);
+              early.push(Buffer.from(`the sandbox's network forwarder did not start: ${ready.problem}`));
+            });
         }
       });
     },

@@ -9,6 +9,7 @@ import type { StagedFacts } from "./effects/facts.ts";
 
 export type { SandboxScope, WorkspaceAccess } from "../grants/tickets.ts";
 import type { EffectReport } from "./effects/settle.ts";
+import type { NetworkSpec } from "./network/types.ts";
 
 export interface RunRequest {
   /** The command string exactly as Pi's bash tool would run it (command prefix included). */
@@ -25,6 +26,11 @@ export interface RunRequest {
    * its code-running parts: only for a git command a reviewer approved where nothing can be staged).
    */
   readonly workspace: WorkspaceAccess;
+  /**
+   * The user's network allowlist (P15-layered). A staged run with allow entries gets a proxy to
+   * them (network/); without, or unstaged, the sandbox has no network at all.
+   */
+  readonly network?: NetworkSpec;
   /** For a staged run: judge, review and apply or discard what the command did. Without it, nothing is applied. */
   readonly settle?: (staged: StagedEnd) => Promise<EffectReport>;
 }

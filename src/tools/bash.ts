@@ -25,6 +25,9 @@ import type { KeptEffects } from "../sandbox/effects/kept.ts";
 import type { EffectReport, HeldReviewer } from "../sandbox/effects/settle.ts";
 import type { EffectStore } from "../sandbox/effects/store.ts";
 import type { UndoBounds } from "../sandbox/effects/undo.ts";
+import type { Destination, NetReport } from "../sandbox/network/types.ts";
+import { networkNote } from "../sandbox/network/notes.ts";
+import { wantsNetwork } from "../sandbox/network/proxy-env.ts";
 
 export interface BashShellSettings {
   readonly shellPath?: string;
@@ -40,6 +43,10 @@ export interface BashToolDeps {
   readonly localOperations?: (shellPath: string | undefined) => BashOperations;
   /** Where applied effects are journaled and kept for undo, and how much is kept. */
   readonly effects: EffectsDeps;
+  /** Who the sandbox's proxy asks about an unlisted destination (the boundary broker), when the user opted in. */
+  readonly destinations?: (call: { readonly toolCallId: string; readonly ctx: ExtensionToolContext }) => ((dest: Destination) => Promise<boolean>) | undefined;
+  /** What a sandboxed command did on the network, when it did anything there: recorded beside its decision. */
+  readonly onNetwork?: (call: { readonly toolCallId: string }, report: NetReport) => void;
 }
 
 export interface EffectsDeps {
@@ -81,6 +88,12 @@ export interface SandboxRun {
   readonly reviewer: HeldReviewer | undefined;
   /** Set when the run ends: what became of a staged command's changes. */
   report?: EffectReport;
+  /** Asked about an unlisted destination, when there is someone to ask. */
+  readonly reviewDestination?: (dest: Destination) => Promise<boolean>;
+  /** Set when the run ends: what it did on the network. */
+  network?: NetReport;
+  /** Set when the run ends: whether it ended with a failure of its own. */
+  failed?: boolean;
 }
 
 /** Pi's BashOperations contract, over the sandbox controller. */
@@ -100,6 +113,7 @@ export function sandboxOperations(controller: SandboxController, run: SandboxRun
           env: env ?? process.env,
           shell,
           workspace,
+          ...(scope.network ? { network: scope.network } : {}),
           settle: async (end) => {
             const [{ settleEffects }, { keepHeld }, { discardRun }] = await Promise.all([
               import("../sandbox/effects/settle.ts"),
@@ -122,8 +136,10 @@ export function sandboxOperations(controller: SandboxController, run: SandboxRun
             });
           },
         },
-        { onData, signal, timeout },
+        { onData, signal, timeout, ...(run.reviewDestination ? { reviewDestination: run.reviewDestination } : {}) },
       );
+      if (r.network) run.network = r.network;
+      run.failed = r.kind !== "exited" || r.exitCode !== 0;
       switch (r.kind) {
         case "exited":
           if (r.effects) run.report = r.effects;
@@ -147,15 +163,22 @@ export function sandboxOperations(controller: SandboxController, run: SandboxRun
 
 type ToolResult = Awaited<ReturnType<ToolDefinition["execute"]>>;
 
-/** The command's own result with what became of its changes next to its output (P17). */
-function withEffects(result: ToolResult, text: string, report: EffectReport): ToolResult {
-  if (!text) return result;
+/** The result with a note after its last text (the network's, P17's effects below). */
+function withNote(result: ToolResult, note: string): ToolResult {
+  if (!note) return result;
   const content = [...(result.content ?? [])];
   const last = content.findLastIndex((c) => c.type === "text");
   if (last >= 0) {
     const c = content[last] as { type: "text"; text: string };
-    content[last] = { ...c, text: `${c.text}\n\n${text}` };
-  } else content.push({ type: "text", text });
+    content[last] = { ...c, text: `${c.text}\n\n${note}` };
+  } else content.push({ type: "text", text: note });
+  return { ...result, content };
+}
+
+/** The command's own result with what became of its changes next to its output (P17). */
+function withEffects(result: ToolResult, text: string, report: EffectReport): ToolResult {
+  if (!text) return result;
+  const { content } = withNote(result, text);
   // Changes that were not applied make the call a failure the model must notice.
   const failed = report.outcome === "discarded" || (report.outcome === "applied" && report.result.conflicts.length + report.judgement.conflicts.length > 0);
   return { ...result, content, ...(failed ? { isError: true } : {}), details: { ...(result.details as object | undefined), autoModeEffects: report.outcome } };
@@ -195,24 +218,50 @@ export function createSandboxedBashTool(deps: BashToolDeps, cwd: string = proces
       const settings = deps.settings();
       const sandboxRun: SandboxRun | undefined =
         a.placement === "sandbox"
-          ? { ticket: a, command: p.command, effects: deps.effects, reviewer: deps.effects.reviewer?.({ toolCallId, ctx }) }
+          ? {
+              ticket: a,
+              command: p.command,
+              effects: deps.effects,
+              reviewer: deps.effects.reviewer?.({ toolCallId, ctx }),
+              ...(a.scope.network?.reviewUnlisted ? { reviewDestination: deps.destinations?.({ toolCallId, ctx }) } : {}),
+            }
           : undefined;
       const operations = sandboxRun ? sandboxOperations(deps.controller(), sandboxRun, getShellConfig(settings.shellPath).shell) : local(settings.shellPath);
       const run = createBashToolDefinition(ctx.cwd || cwd, { operations, commandPrefix: settings.shellCommandPrefix, shellPath: settings.shellPath });
       const workspace = a.placement === "sandbox" ? a.scope.places.workspace : ctx.cwd;
+      let recorded = false;
+      const recordNetwork = () => {
+        if (recorded || !sandboxRun?.network) return;
+        recorded = true;
+        deps.onNetwork?.({ toolCallId }, sandboxRun.network);
+      };
+      const netNote = () =>
+        sandboxRun && a.placement === "sandbox"
+          ? networkNote({
+              report: sandboxRun.network,
+              networkOn: wantsNetwork(a.scope.network) && a.workspace === "staged",
+              failed: sandboxRun.failed === true,
+              needsNetwork: a.scope.needsNetwork === true,
+            })
+          : "";
       try {
-        const result = await run.execute(toolCallId, { command: p.command, timeout: p.timeout }, signal, onUpdate, ctx);
+        const executed = await run.execute(toolCallId, { command: p.command, timeout: p.timeout }, signal, onUpdate, ctx);
+        recordNetwork();
+        const result = withNote(executed, netNote());
         if (!sandboxRun?.report) return result;
         const report = sandboxRun.report;
         if (report.outcome === "discarded" && report.kept) deps.effects.onHeld?.({ toolCallId, ctx, command: p.command }, report.kept);
         const { reportText } = await import("../sandbox/effects/report.ts");
         return withEffects(result, reportText(sandboxRun.report, workspace), sandboxRun.report);
       } catch (e) {
+        recordNetwork();
         // Pi throws for aborts and timeouts; a staged command's changes were not applied then.
-        const note =
+        const staged =
           sandboxRun && a.placement === "sandbox" && a.workspace === "staged" && sandboxRun.report === undefined
             ? "\n\n[auto mode] None of the command's changes to the workspace were applied."
             : "";
+        const net = netNote();
+        const note = `${net ? `\n\n${net}` : ""}${staged}`;
         if (note && e instanceof Error) throw new Error(`${e.message}${note}`);
         throw e;
       }

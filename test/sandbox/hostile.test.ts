@@ -38,6 +38,7 @@ import { createController, type SandboxController } from "../../src/sandbox/cont
 import { createLinuxDriver } from "../../src/sandbox/linux/driver.ts";
 import { probeDriver } from "../../src/sandbox/probe.ts";
 import type { ProbeResult, SandboxDriver } from "../../src/sandbox/types.ts";
+import { EMPTY_CONFIG } from "../../src/policy/config/load.ts";
 
 const NODE = process.execPath;
 const PY = existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
@@ -51,6 +52,7 @@ const WORKSPACE: "staged" | "direct" = process.env[WORKSPACE_FLAG] === "direct" 
 const SECRET = "sk-hostile-test-0123456789abcdefghij";
 const ENV_SECRET = "sk-ant-envsecret-0123456789abcdefghij";
 const HERE = fileURLToPath(import.meta.url);
+const DEFAULT_NETWORK = EMPTY_CONFIG.network;
 const REPO = join(HERE, "..", "..", "..");
 
 let probe: ProbeResult = { ok: false, ms: 0, driver: "bubblewrap", reason: "not probed yet", missing: [] };
@@ -164,6 +166,8 @@ async function runIn(
       env: { ...process.env, HOME: f.home, OPENAI_API_KEY: ENV_SECRET, GITHUB_TOKEN: "ghp_0123456789abcdefghijklmnopqrstuvwxyz" },
       shell: "/bin/bash",
       workspace: opts.workspace ?? WORKSPACE,
+      // The default allow list (the package registries): the suite must hold with it (issue 13).
+      network: DEFAULT_NETWORK,
       // No reviewer: held effects are discarded, and each verdict looks at the real workspace after.
       settle: (end) => settleEffects({ ...end, places, protectedGlobs: [], command: script, store: effectStore(f.agentDir), bounds: DEFAULT_UNDO_BOUNDS }),
     },
@@ -724,16 +728,27 @@ const NETWORK: Check[] = [
     verdict: () => assert.equal(hostile.hits.length + hostile.tcp, 0),
   },
   { name: "DNS lookup", script: () => "getent hosts registry.npmjs.org > dns.txt", verdict: (f) => assert.equal(read(join(f.ws, "dns.txt")) ?? "", "") },
+  // Unlisted destinations only: the proxy refuses them before any lookup, so nothing leaves the machine.
   {
-    name: "curl to the internet",
-    script: () => "curl -s -m 3 -o /dev/null -w '%{http_code}' https://registry.npmjs.org/ > code.txt",
+    name: "curl to an unlisted host",
+    script: () => "curl -s -m 3 -o /dev/null -w '%{http_code}' https://example.com/ > code.txt",
     verdict: (f) => assert.equal(read(join(f.ws, "code.txt")), "000"),
   },
   {
-    name: "node fetch to the internet",
+    name: "node fetch to an unlisted host",
     script: () =>
-      `${NODE} -e 'fetch("https://registry.npmjs.org/").then(r=>require("fs").writeFileSync("fetch.txt",String(r.status))).catch(()=>require("fs").writeFileSync("fetch.txt","failed"))'`,
+      `${NODE} -e 'fetch("https://example.com/").then(r=>require("fs").writeFileSync("fetch.txt",String(r.status))).catch(()=>require("fs").writeFileSync("fetch.txt","failed"))'`,
     verdict: (f) => assert.equal(read(join(f.ws, "fetch.txt")), "failed"),
+  },
+  {
+    name: "curl to a listed registry past the proxy (no route without it)",
+    script: () => "curl -s -m 3 --noproxy '*' -o /dev/null -w '%{http_code}' https://registry.npmjs.org/ > code.txt",
+    verdict: (f) => assert.equal(read(join(f.ws, "code.txt")), "000"),
+  },
+  {
+    name: "the proxy to the host's loopback server",
+    script: () => `curl -s -m 3 --noproxy '' -x "$HTTP_PROXY" http://127.0.0.1:${hostile.port}/via-proxy > /dev/null`,
+    verdict: () => assert.equal(hostile.hits.length, 0),
   },
   {
     name: "the host's pathname unix socket",

@@ -36,6 +36,11 @@ export interface BwrapPlan {
   readonly ids?: { readonly uid: number; readonly gid: number };
   /** The command's environment, set by bwrap (a holder is started before the command is known). */
   readonly env?: NodeJS.ProcessEnv;
+  /**
+   * The holder starts bwrap inside the network forwarder's namespace (holder.ts): then bwrap must
+   * not make one of its own, which would have no way out at all.
+   */
+  readonly forwarderNetwork?: boolean;
 }
 
 /**
@@ -66,7 +71,7 @@ export function bwrapArgs(plan: BwrapPlan): string[] {
     "--die-with-parent",
     "--unshare-user",
     "--unshare-pid",
-    "--unshare-net",
+    ...(plan.forwarderNetwork ? [] : ["--unshare-net"]),
     "--unshare-ipc",
     "--unshare-uts",
     "--unshare-cgroup-try",

@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 import { release, version as kernelVersion } from "node:os";
 import { PROBE_REVISION } from "../probe.ts";
 import data from "../data/sandbox.json" with { type: "json" };
+import networkData from "../data/network.json" with { type: "json" };
 import { sandboxEnv } from "../env.ts";
 import { computeLayout } from "../layout.ts";
 import { defaultRunDir, ensureRunDir } from "../run-dir.ts";
@@ -17,7 +18,10 @@ import { createRun, discardRun, pickStageRoot, removeRun, type StageRun, type St
 import { RequestError, type Prepared, type RunRequest, type SandboxDriver, type StagingStatus, type StaticCheck } from "../types.ts";
 import { isWithin, type Places } from "../../policy/places.ts";
 import { bwrapArgs } from "./bwrap.ts";
-import { ENDED_FD, holderCommand, type HolderMode } from "./holder.ts";
+import { ENDED_FD, FORWARDER_READY_FD, holderCommand, type HolderMode, type HolderNetwork } from "./holder.ts";
+import { helperEntry } from "./spawner.ts";
+import { proxyEnv, wantsNetwork } from "../network/proxy-env.ts";
+import type { NetworkSpec } from "../network/types.ts";
 import { createPidsCgroup, processLimitKind, removePidsCgroup, sandboxLimits, type Limits, type PidsCgroup } from "./limits.ts";
 import { createPlaceholderPool, type PlaceholderPool } from "./placeholders.ts";
 import { seccompArch, seccompProgram, type SeccompArch } from "./seccomp.ts";
@@ -61,6 +65,7 @@ export function stagedRootsOf(places: Places): Array<{ kind: StagedRootKind; roo
 }
 
 const SECCOMP_FD = 3;
+const FORWARDER_PORT = networkData.forwarder.port;
 const STARTED_FD = 4;
 const STAGING_TOOLS = ["unshare", "mount"] as const;
 
@@ -137,7 +142,7 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
   let spawner: Promise<Spawner> | undefined;
   let checked: StaticCheck | undefined;
 
-  let staging: { status: StagingStatus; unshare?: string; shell?: string; mode?: HolderMode } | undefined;
+  let staging: { status: StagingStatus; unshare?: string; shell?: string; mode?: HolderMode; nsenter?: string } | undefined;
   const stagingCheck = (): StagingStatus => {
     staging ??= findStaging();
     return staging.status;
@@ -162,21 +167,41 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
     const euid = typeof process.geteuid === "function" ? process.geteuid() : -1;
     const mode: HolderMode = euid === 0 ? "root" : "userns";
     const how = mode === "root" ? "overlay in a private mount namespace (unshare -m)" : "overlay in a user and mount namespace (unshare -Urm, userxattr)";
-    return { status: { available: true, how }, unshare: tools.unshare!, shell, mode };
+    // The network's forwarder namespace is joined with nsenter (util-linux, like unshare).
+    const nsenter = findOnPath("nsenter", opts.env);
+    return { status: { available: true, how }, unshare: tools.unshare!, shell, mode, ...(nsenter ? { nsenter } : {}) };
+  };
+  /** Why a staged run cannot have network here, or undefined when it can. */
+  const networkProblem = (): string | undefined => {
+    const st = stagingCheck();
+    if (!st.available) return `the workspace cannot be staged (${st.reason}), and only a staged run has network`;
+    if (!staging?.nsenter) return "nsenter (util-linux) is not installed";
+    return undefined;
+  };
+  /** The holder's network for a run, or undefined for none (no allow entry, or no way to give one). */
+  const holderNetwork = (spec: NetworkSpec | undefined, runId: string): HolderNetwork | undefined => {
+    if (!wantsNetwork(spec) || networkProblem() !== undefined) return undefined;
+    const socket = join(runDir, "net", `${runId.slice(-8)}.sock`);
+    // A unix socket path longer than sun_path cannot be bound: no network rather than a failed start.
+    if (Buffer.byteLength(socket) > 104) return undefined;
+    return { nsenter: staging!.nsenter!, node: process.execPath, forwarder: helperEntry("forwarder-main").pathname, socket, port: FORWARDER_PORT };
   };
   const stageCandidates = opts.stageRoots ?? ((places: Places) => [join(places.agentDir, "auto-mode", "staging"), join(runDir, "staging")]);
 
   // The holder launched ahead for the next staged command, and what the last one staged.
   let ahead: { key: string; run: StageRun; spec: SpawnSpec } | undefined;
-  let next: { key: string; places: Places; stageRoot: string } | undefined;
+  let next: { key: string; places: Places; stageRoot: string; network: NetworkSpec | undefined } | undefined;
   const local = createLaunchPool();
   const startedSpawner = () => {
     ensureCgroup();
     return (spawner ??= startSpawner(cgroup?.dir));
   };
-  const launchKey = (places: Places, stageRoot: string) => JSON.stringify([stagedRootsOf(places), stageRoot, gitDirsIn(places, places.workspace)]);
+  const launchKey = (places: Places, stageRoot: string, network: NetworkSpec | undefined) =>
+    JSON.stringify([stagedRootsOf(places), stageRoot, gitDirsIn(places, places.workspace), wantsNetwork(network) ? network : null]);
   /** The holder for one run: everything but the sandbox's argv, which it reads when told to start. */
-  const holderLaunch = (run: StageRun, places: Places, stageRoot: string): SpawnSpec => {
+  const holderLaunch = (run: StageRun, places: Places, stageRoot: string, network: NetworkSpec | undefined): SpawnSpec => {
+    const net = holderNetwork(network, run.id);
+    if (net) ensureRunDir(join(runDir, "net"));
     const argsFile = join(run.dir, "argv");
     const commandFile = join(run.dir, "command");
     const h = holderCommand({
@@ -187,6 +212,7 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
       bwrap: bwrap!,
       argsFile,
       commandFile,
+      ...(net ? { network: net } : {}),
     });
     const roots = run.roots.map((r) => ({ root: r.root, upper: r.upper, merged: r.merged, gitDirs: gitDirsIn(places, r.root) }));
     void stageRoot;
@@ -198,6 +224,7 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
       fd3File: seccompFile!,
       startedFd: STARTED_FD,
       staged: { id: run.id, fd: ENDED_FD, roots, argsFile, commandFile },
+      ...(net && network ? { network: { spec: network, socket: net.socket, readyFd: FORWARDER_READY_FD } } : {}),
     };
   };
   const cancelAhead = () => {
@@ -218,7 +245,7 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
     cancelAhead();
     try {
       const run = createRun(n.stageRoot, stagedRootsOf(n.places));
-      const spec = holderLaunch(run, n.places, n.stageRoot);
+      const spec = holderLaunch(run, n.places, n.stageRoot, n.network);
       ahead = { key: n.key, run, spec };
       if (opts.spawner === false) local.launch(inCgroup(spec));
       else
@@ -370,16 +397,16 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
         const picked = pickStageRoot(stageCandidates(places), [...roots.map((r) => r.root), places.tmpRoot]);
         if ("problem" in picked) throw new RequestError(picked.problem);
         stageRoot = picked.dir;
-        const key = launchKey(places, stageRoot);
+        const key = launchKey(places, stageRoot, req.network);
         // A holder launched after the last command, for the same roots: its mount is done already.
         if (ahead?.key === key) {
           ({ run, spec: launch } = ahead);
           ahead = undefined;
         } else {
           run = createRun(stageRoot, roots);
-          launch = holderLaunch(run, places, stageRoot);
+          launch = holderLaunch(run, places, stageRoot, req.network);
         }
-        next = { key, places, stageRoot };
+        next = { key, places, stageRoot, network: req.network };
       }
       const layout = computeLayout({
         places,
@@ -405,7 +432,10 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
                 views: new Map(run.roots.map((r) => [r.root, r.merged])),
                 hidden: [stageRoot!],
                 // The holder was started before the command's environment was known: bwrap sets it.
-                env: sandboxEnv(req.env, places.tmpRoot),
+                env: launch?.network
+                  ? { ...sandboxEnv(req.env, places.tmpRoot), ...proxyEnv(launch.network.spec, FORWARDER_PORT) }
+                  : sandboxEnv(req.env, places.tmpRoot),
+                ...(launch?.network ? { forwarderNetwork: true } : {}),
                 ...(staging?.mode === "userns" ? { ids: { uid: process.getuid!(), gid: process.getgid!() } } : {}),
               }
             : {}),
@@ -508,7 +538,10 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
       const st = staging?.status;
       const stage = st ? [st.available ? `staging: ${st.how}` : `staging unavailable: ${st.reason}`] : [];
       const limit = c.ok ? limitNote() : undefined;
-      return [...(c.ok ? c.notes : [c.reason]), ...(limit ? [limit] : []), ...stage];
+      const net = st
+        ? [networkProblem() === undefined ? "network: allowlisted destinations through the host's proxy (staged runs)" : `network: none (${networkProblem()})`]
+        : [];
+      return [...(c.ok ? c.notes : [c.reason]), ...(limit ? [limit] : []), ...stage, ...net];
     },
   };
 }

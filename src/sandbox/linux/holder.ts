@@ -18,12 +18,32 @@ export type HolderMode = "root" | "userns";
 /** The fd the holder reports the end of the command on, and reads the host's go-ahead from. */
 export const ENDED_FD = 5;
 
+/** The fd the network forwarder says it listens on (the holder itself closes it). */
+export const FORWARDER_READY_FD = 7;
+
+/** With network: the tools and files the holder starts the forwarder with. */
+export interface HolderNetwork {
+  readonly nsenter: string;
+  readonly node: string;
+  readonly forwarder: string;
+  readonly socket: string;
+  readonly port: number;
+}
+
 // Fixed text: every path arrives as a positional parameter, never inside the script.
 // $1 mount options prefix, $2 the number of roots, then 5 words a root, then bwrap, its options
-// file and the command file. It mounts, waits for the word to start (both files are written by
-// then), runs bwrap with the options from the first file (bwrap reads and closes fd 6) and the
-// shell and command from the second (NUL-separated, read by bash's own `read`, no process), then
-// reports the end and waits to be released.
+// file and the command file, and, with network, nsenter, node, the forwarder's entry, the proxy's
+// socket and the port. It mounts, starts the forwarder (network.ts) in a network namespace of its
+// own, waits for the word to start (both files are written by then; with network the word carries
+// the forwarder's pid, which the host learned from the forwarder itself), runs bwrap with the
+// options from the first file (bwrap reads and closes fd 6) and the shell and command from the
+// second (NUL-separated, read by bash's own `read`, no process), then reports the end and waits to
+// be released.
+//
+// With network, bwrap runs inside the forwarder's namespace (nsenter) instead of making its own:
+// that namespace has a loopback, the forwarder's port and nothing else. The host's namespace must
+// never be the one joined (a pid that is not the forwarder's): a namespace that is the holder's
+// own, or no namespace at all, stops the run before anything starts.
 const SCRIPT = [
   "o=$1; n=$2; shift 2",
   'while [ "$n" -gt 0 ]; do',
@@ -31,10 +51,23 @@ const SCRIPT = [
   '  mount -t overlay overlay -o "${o}lowerdir=$2,upperdir=$3,workdir=$4" "$5" || exit 125',
   "  shift 5; n=$((n-1))",
   "done",
-  `read -r _ <&${ENDED_FD} || exit 125`,
+  "f=",
+  'if [ "$#" -gt 3 ]; then',
+  `  "$1" --unshare-user --unshare-net --unshare-ipc --new-session --die-with-parent --cap-drop ALL --ro-bind / / --dev /dev -- "$5" "$6" "$7" "$8" </dev/null >/dev/null 2>&1 ${ENDED_FD}>&- &`,
+  "  f=$!",
+  "fi",
+  `exec ${FORWARDER_READY_FD}>&-`,
+  `read -r _ p <&${ENDED_FD} || exit 125`,
   `{ IFS= read -r -d '' sh_; IFS= read -r -d '' cmd_; } <"$3"`,
-  `"$1" --args 6 6<"$2" -- "$sh_" -c "$cmd_" </dev/null ${ENDED_FD}>&-`,
+  'if [ -n "$f" ]; then',
+  '  case $p in ""|*[!0-9]*) exit 125;; esac',
+  "  [[ -e /proc/$p/ns/net && ! /proc/$p/ns/net -ef /proc/$$/ns/net ]] || exit 125",
+  `  "$4" --net=/proc/$p/ns/net -- "$1" --args 6 6<"$2" -- "$sh_" -c "$cmd_" </dev/null ${ENDED_FD}>&-`,
+  "else",
+  `  "$1" --args 6 6<"$2" -- "$sh_" -c "$cmd_" </dev/null ${ENDED_FD}>&-`,
+  "fi",
   "s=$?",
+  'if [ -n "$f" ]; then kill "$f" 2>/dev/null; fi',
   `printf 'ended %s\\n' "$s" >&${ENDED_FD} && read -r _ <&${ENDED_FD}`,
   'exit "$s"',
 ].join("\n");
@@ -60,12 +93,28 @@ export function holderCommand(opts: {
   readonly bwrap: string;
   readonly argsFile: string;
   readonly commandFile: string;
+  readonly network?: HolderNetwork;
 }): HolderCommand {
   const ns = opts.mode === "root" ? ["-m", "--propagation", "private"] : ["-Urm", "--propagation", "private"];
   const options = `${opts.mode === "userns" ? "userxattr," : ""}${OVERLAY_OPTIONS}`;
   const roots = opts.roots.flatMap((r) => [r.root, r.lower, r.upper, r.work, r.merged]);
+  const n = opts.network;
+  const net = n ? [n.nsenter, n.node, n.forwarder, n.socket, String(n.port)] : [];
   return {
     file: opts.unshare,
-    args: [...ns, opts.shell, "-c", SCRIPT, "pi-auto-mode-holder", options, String(opts.roots.length), ...roots, opts.bwrap, opts.argsFile, opts.commandFile],
+    args: [
+      ...ns,
+      opts.shell,
+      "-c",
+      SCRIPT,
+      "pi-auto-mode-holder",
+      options,
+      String(opts.roots.length),
+      ...roots,
+      opts.bwrap,
+      opts.argsFile,
+      opts.commandFile,
+      ...net,
+    ],
   };
 }

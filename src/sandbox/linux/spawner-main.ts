@@ -6,16 +6,21 @@ import { rmdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { createLaunchPool } from "../launches.ts";
 import type { SpawnSpec } from "../spawn.ts";
+import type { Destination } from "../network/types.ts";
 
 type Request =
   | { readonly type: "run"; readonly id: number; readonly spec: SpawnSpec; readonly timeout?: number }
   | { readonly type: "abort"; readonly id: number }
   | { readonly type: "launch"; readonly spec: SpawnSpec }
-  | { readonly type: "cancel"; readonly launch: string };
+  | { readonly type: "cancel"; readonly launch: string }
+  | { readonly type: "net-verdict"; readonly rid: number; readonly allow: boolean };
 
 const launches = createLaunchPool();
 
 const runs = new Map<number, AbortController>();
+// Unlisted destinations a run's proxy asks about: the parent, which has the reviewer, answers.
+const reviews = new Map<number, (allow: boolean) => void>();
+let reviewSeq = 0;
 const send = (m: unknown) => {
   try {
     process.send?.(m);
@@ -31,9 +36,21 @@ process.on("message", (m: Request) => {
   }
   if (m.type === "launch") return launches.launch(m.spec);
   if (m.type === "cancel") return launches.cancel(m.launch);
+  if (m.type === "net-verdict") {
+    reviews.get(m.rid)?.(m.allow === true);
+    reviews.delete(m.rid);
+    return;
+  }
   const abort = new AbortController();
   runs.set(m.id, abort);
-  void launches.run(m.spec, { onData: (data) => send({ type: "data", id: m.id, data }), signal: abort.signal, timeout: m.timeout }).then((outcome) => {
+  const reviewDestination = (dest: Destination) =>
+    new Promise<boolean>((resolve) => {
+      const rid = ++reviewSeq;
+      reviews.set(rid, resolve);
+      send({ type: "net-review", id: m.id, rid, dest });
+    });
+  const io = { onData: (data: Uint8Array) => send({ type: "data", id: m.id, data }), signal: abort.signal, timeout: m.timeout, reviewDestination };
+  void launches.run(m.spec, io).then((outcome) => {
     runs.delete(m.id);
     send({ type: "done", id: m.id, outcome });
   });

@@ -11,11 +11,13 @@ import { fork, type ChildProcess } from "node:child_process";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { SpawnIo, SpawnOutcome, SpawnSpec } from "../spawn.ts";
+import type { Destination } from "../network/types.ts";
 
 type Reply =
   | { readonly type: "ready" }
   | { readonly type: "data"; readonly id: number; readonly data: Uint8Array }
-  | { readonly type: "done"; readonly id: number; readonly outcome: SpawnOutcome };
+  | { readonly type: "done"; readonly id: number; readonly outcome: SpawnOutcome }
+  | { readonly type: "net-review"; readonly id: number; readonly rid: number; readonly dest: Destination };
 
 export interface Spawner {
   readonly pid: number;
@@ -38,10 +40,15 @@ const CLOSE_TIMEOUT_MS = 2_000;
  * runs the helper from its build in dist/.
  */
 export function spawnerEntry(moduleUrl: string = import.meta.url): URL {
-  if (!moduleUrl.endsWith(".ts")) return new URL("./spawner-main.js", moduleUrl);
-  const source = new URL("./spawner-main.ts", moduleUrl);
+  return helperEntry("spawner-main", moduleUrl);
+}
+
+/** The entry file of a helper process beside this one (`spawner-main`, `forwarder-main`), by the same rule. */
+export function helperEntry(name: "spawner-main" | "forwarder-main", moduleUrl: string = import.meta.url): URL {
+  if (!moduleUrl.endsWith(".ts")) return new URL(`./${name}.js`, moduleUrl);
+  const source = new URL(`./${name}.ts`, moduleUrl);
   if (!source.pathname.includes("/node_modules/")) return source;
-  return new URL(source.href.replace(/\/src\/sandbox\/linux\/spawner-main\.ts$/, "/dist/sandbox/linux/spawner-main.js"));
+  return new URL(source.href.replace(new RegExp(`/src/sandbox/linux/${name}\\.ts$`), `/dist/sandbox/linux/${name}.js`));
 }
 
 export async function startSpawner(cgroupDir: string | undefined): Promise<Spawner> {
@@ -93,7 +100,13 @@ export async function startSpawner(cgroupDir: string | undefined): Promise<Spawn
     const p = pending.get(m.id);
     if (!p) return;
     if (m.type === "data") p.io.onData(Buffer.from(m.data.buffer, m.data.byteOffset, m.data.byteLength));
-    else {
+    else if (m.type === "net-review") {
+      const ask = p.io.reviewDestination;
+      // No reviewer, or one that fails: that connection is refused, nothing else changes.
+      void (ask ? ask(m.dest).catch(() => false) : Promise.resolve(false)).then((allow) => {
+        if (!gone) child.send({ type: "net-verdict", rid: m.rid, allow }, () => {});
+      });
+    } else {
       pending.delete(m.id);
       if (pending.size === 0) hold(false);
       p.resolve(m.outcome);
