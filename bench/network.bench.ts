@@ -17,7 +17,7 @@ import { createController } from "../src/sandbox/controller.ts";
 import { settleEffects } from "../src/sandbox/effects/settle.ts";
 import { effectStore } from "../src/sandbox/effects/store.ts";
 import { DEFAULT_UNDO_BOUNDS } from "../src/sandbox/effects/undo.ts";
-import type { NetworkSpec } from "../src/sandbox/network/types.ts";
+import type { NetworkSpec } from "../src/policy/network/types.ts";
 import { buildRegistry, serveFiles } from "../test/helpers/local-registry.ts";
 
 const REQUESTS = Number(process.argv[2] ?? 200);

@@ -3,7 +3,7 @@
 // how many connections and, for a refusal, its kind. Never paths, headers, bodies or the refusal's
 // free text; a host name is redacted like any recorded text (P11: a name can carry a secret).
 
-import type { NetReport, RefusalKind } from "../sandbox/network/types.ts";
+import type { NetReport, RefusalKind } from "../policy/network/types.ts";
 import { redact } from "../request/redact.ts";
 
 export const NETWORK_ENTRY_TYPE = "pi-auto-mode/network";

@@ -10,8 +10,8 @@ import { defaultTmpRootPath } from "../state/locations.ts";
 import { installLine, installTrust, WRITABLE_COPY_ENV } from "../policy/install-trust.ts";
 import { EXIT, type Io } from "./io.ts";
 import { sandboxDoctor, type SandboxDoctor } from "./sandbox.ts";
-import type { NetworkOrigins } from "../sandbox/network/entries.ts";
-import type { NetworkSpec } from "../sandbox/network/types.ts";
+import type { NetworkOrigins } from "../policy/network/entries.ts";
+import type { NetworkSpec } from "../policy/network/types.ts";
 
 export const DOCTOR_HELP = `Usage:
   pi-auto-mode doctor [--json]

@@ -3,7 +3,7 @@
 // so a call can never be executed a second time on the strength of one decision (P9).
 
 import type { Backend } from "../policy/types.ts";
-import type { NetworkSpec } from "../sandbox/network/types.ts";
+import type { NetworkSpec } from "../policy/network/types.ts";
 import type { Places } from "../policy/places.ts";
 
 /** What the gate judged a call against; the sandbox enforces the same places. */

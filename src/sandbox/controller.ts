@@ -17,7 +17,7 @@ import { isSandboxed } from "../policy/types.ts";
 import type { EffectReport } from "./effects/settle.ts";
 import { discardRun, markStart } from "./stage.ts";
 import type { SpawnIo } from "./spawn.ts";
-import type { NetReport } from "./network/types.ts";
+import type { NetReport } from "../policy/network/types.ts";
 import type { BackendStatus, ProbeResult, RunRequest, SandboxDriver } from "./types.ts";
 import { createLinuxDriver } from "./linux/driver.ts";
 import { createMacDriver } from "./macos/driver.ts";
@@ -205,7 +205,8 @@ export function createController(opts: ControllerOptions = {}): SandboxControlle
     try {
       let prepared: ReturnType<SandboxDriver["prepare"]>;
       try {
-        prepared = driver.prepare(req);
+        // A machine whose probe could not give a staged run network: the command runs without any.
+        prepared = driver.prepare(req.network && !(probed?.ok && probed.network?.available) ? { ...req, network: undefined } : req);
       } catch (e) {
         const err = e as Error;
         // A call the sandbox cannot take (no workspace, the workspace is "/"): that call's problem.
@@ -349,7 +350,17 @@ export function createController(opts: ControllerOptions = {}): SandboxControlle
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
-    facts: () => driver?.facts() ?? [`no OS sandbox on ${platform}`],
+    facts: () => {
+      if (!driver) return [`no OS sandbox on ${platform}`];
+      const net = probed?.ok
+        ? [
+            probed.network?.available
+              ? "network: allowlisted destinations through the host's proxy (staged runs)"
+              : `network: none (${probed.network?.reason ?? "not probed"})`,
+          ]
+        : [];
+      return [...driver.facts(), ...net];
+    },
   };
 }
 

@@ -14,12 +14,12 @@ import { ROOT_ENTRIES } from "./layout.ts";
 import type { StagedFacts } from "./effects/facts.ts";
 import { removeRun, removeTree } from "./stage.ts";
 import { readProbeCache, writeProbeCache } from "./probe-cache.ts";
-import type { ProbeResult, SandboxDriver, StagingStatus } from "./types.ts";
+import type { NetworkStatus, ProbeResult, SandboxDriver, StagingStatus } from "./types.ts";
 
 const PROBE_TIMEOUT_S = 20;
 
 /** Bump whenever what the probe checks changes: a remembered pass of an older probe is not trusted. */
-export const PROBE_REVISION = 1;
+export const PROBE_REVISION = 2;
 
 // The probe runs in the background while Pi starts; a process that ends meanwhile (pi -p) must not
 // leave its scratch folders behind.
@@ -90,13 +90,91 @@ export async function probeDriver(driver: SandboxDriver): Promise<ProbeResult> {
   let staging: StagingStatus = driver.stagingCheck();
   if (staging.available) {
     const staged = await probeOnce(driver, "staged");
-    if (staged === undefined) return { ok: true, ms: ms(), driver: driver.name, notes: check.notes, staging };
+    if (staged === undefined) return { ok: true, ms: ms(), driver: driver.name, notes: check.notes, staging, network: await probeNetwork(driver) };
     // The staged run failed: the sandbox may still work without staging.
     staging = { available: false, reason: `the staging probe failed: ${staged}` };
   }
   const direct = await probeOnce(driver, "direct");
   if (direct !== undefined) return { ok: false, ms: ms(), driver: driver.name, reason: direct, missing: [] };
   return { ok: true, ms: ms(), driver: driver.name, notes: check.notes, staging };
+}
+
+/**
+ * Whether a staged run can have network: one run with an allow entry for a probe server on the
+ * host's loopback, reached through the forwarder and the proxy, and not reached directly. A
+ * failure here takes the network away (commands then have none, as before), never the sandbox.
+ */
+async function probeNetwork(driver: SandboxDriver): Promise<NetworkStatus> {
+  const no = (reason: string): NetworkStatus => ({ available: false, reason });
+  const problem = driver.networkCheck ? driver.networkCheck() : "this platform's sandbox has no network proxy";
+  if (problem !== undefined) return no(problem);
+  let root: string | undefined;
+  let server: Server | undefined;
+  try {
+    root = realpathSync(mkdtempSync(join(tmpdir(), "pi-auto-mode-probe-net-")));
+    track(root);
+    const ws = join(root, "ws");
+    const tmp = join(root, "tmp");
+    const home = join(root, "home");
+    for (const d of [ws, tmp, home]) mkdirSync(d, { recursive: true });
+    const token = `probe-net-${randomBytes(6).toString("hex")}`;
+    let direct = 0;
+    const s = createServer((c) => {
+      c.once("data", (b) => {
+        // Through the proxy the request line carries the absolute URL; a direct one would not.
+        if (!String(b).startsWith("GET /")) direct++;
+        c.end(`HTTP/1.0 200 OK\r\ncontent-length: ${token.length}\r\n\r\n${token}`);
+      });
+      c.on("error", () => {});
+    });
+    server = s;
+    const port = await new Promise<number>((resolve, reject) => {
+      s.once("error", reject);
+      s.listen(0, "127.0.0.1", () => resolve((s.address() as { port: number }).port));
+    });
+    const places = buildPlaces({ workspace: ws, tmpRoot: tmp, home, agentDir: join(home, ".pi", "agent"), selfPaths: [] });
+    const script = [
+      // Only bash's /dev/tcp: no tool of the machine is assumed. Through the forwarder ...
+      `exec 3<>/dev/tcp/127.0.0.1/"\${HTTP_PROXY##*:}" || exit 3`,
+      `printf 'GET http://127.0.0.1:${port}/ HTTP/1.0\r\nHost: 127.0.0.1:${port}\r\n\r\n' >&3`,
+      "cat <&3",
+      // ... and not around it.
+      `(exec 4<>/dev/tcp/127.0.0.1/${port}) 2>/dev/null && echo PROBE-NET-DIRECT`,
+      "echo PROBE-NET-DONE",
+    ].join("\n");
+    const prepared = driver.prepare({
+      command: script,
+      cwd: ws,
+      scope: { places, protectedGlobs: [] },
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, LANG: "C" },
+      shell: existsSync("/bin/bash") ? "/bin/bash" : "bash",
+      workspace: "staged",
+      network: { allow: [`127.0.0.1:${port}`], deny: [], reviewUnlisted: false },
+    });
+    const chunks: Buffer[] = [];
+    let outcome: Awaited<ReturnType<SandboxDriver["exec"]>>;
+    try {
+      outcome = await driver.exec(prepared.spec, { onData: (b) => chunks.push(b), timeout: PROBE_TIMEOUT_S });
+    } finally {
+      prepared.release();
+      if (prepared.stage) removeRun(prepared.stage);
+      driver.settle();
+    }
+    const text = Buffer.concat(chunks).toString("utf8");
+    if (outcome.kind === "not-started") return no(`the network's forwarder did not start: ${outcome.detail.trim().split("\n").slice(-2).join(" ")}`);
+    if (outcome.kind !== "exited") return no(`the network probe ended with ${outcome.kind}`);
+    if (text.includes("PROBE-NET-DIRECT") || direct > 0) return no("the network probe reached the host's loopback without the proxy");
+    if (!text.includes(token) || !text.includes("PROBE-NET-DONE")) return no(`the network probe did not get through the proxy: ${text.trim().slice(-200)}`);
+    return { available: true };
+  } catch (e) {
+    return no(`the network probe failed: ${(e as Error).message}`);
+  } finally {
+    server?.close();
+    if (root) {
+      removeTree(root);
+      scratch.delete(root);
+    }
+  }
 }
 
 /** One real run of the sandbox on a scratch fixture; undefined when every check passed, else why not. */

@@ -11,7 +11,7 @@ import { constants as osConstants } from "node:os";
 import type { Socket } from "node:net";
 import { collectFacts, type FactsPlanRoot, type StagedFacts } from "./effects/facts.ts";
 import { startRunNetwork, type RunNetwork, type SpawnNetwork } from "./network/run.ts";
-import type { Destination, NetReport } from "./network/types.ts";
+import type { Destination, NetReport } from "../policy/network/types.ts";
 
 export interface SpawnSpec {
   readonly file: string;

@@ -9,7 +9,7 @@ import type { StagedFacts } from "./effects/facts.ts";
 
 export type { SandboxScope, WorkspaceAccess } from "../grants/tickets.ts";
 import type { EffectReport } from "./effects/settle.ts";
-import type { NetworkSpec } from "./network/types.ts";
+import type { NetworkSpec } from "../policy/network/types.ts";
 
 export interface RunRequest {
   /** The command string exactly as Pi's bash tool would run it (command prefix included). */
@@ -42,6 +42,9 @@ export interface StagedEnd {
   readonly facts: StagedFacts;
 }
 
+/** Whether a staged run can be given network (linux/holder.ts), found by the probe. */
+export type NetworkStatus = { readonly available: true } | { readonly available: false; readonly reason: string };
+
 /** Whether this machine can stage a workspace, found by the probe. */
 export type StagingStatus = { readonly available: true; readonly how: string } | { readonly available: false; readonly reason: string };
 
@@ -61,6 +64,8 @@ export type ProbeResult =
       readonly driver: string;
       readonly notes: readonly string[];
       readonly staging: StagingStatus;
+      /** Whether a staged run can have network here (the forwarder's namespace, tried by the probe). */
+      readonly network?: NetworkStatus;
       readonly cached?: boolean;
     }
   | { readonly ok: false; readonly ms: number; readonly driver: string; readonly reason: string; readonly missing: readonly string[] };
@@ -77,6 +82,8 @@ export interface SandboxDriver {
   check(): StaticCheck;
   /** Whether the tools and the kernel for a staged workspace are there (the probe then tries it). */
   stagingCheck(): StagingStatus;
+  /** Why a staged run cannot have network here before trying (undefined: the probe tries it); absent: never. */
+  networkCheck?(): string | undefined;
   /**
    * Where a passed probe may be remembered, and the key it is valid under (everything its verdict
    * rests on); undefined when this driver's probe is never cached. Only after a passing check().

@@ -25,7 +25,7 @@ import type { KeptEffects } from "../sandbox/effects/kept.ts";
 import type { EffectReport, HeldReviewer } from "../sandbox/effects/settle.ts";
 import type { EffectStore } from "../sandbox/effects/store.ts";
 import type { UndoBounds } from "../sandbox/effects/undo.ts";
-import type { Destination, NetReport } from "../sandbox/network/types.ts";
+import type { Destination, NetReport } from "../policy/network/types.ts";
 import { networkNote } from "../sandbox/network/notes.ts";
 import { wantsNetwork } from "../sandbox/network/proxy-env.ts";
 
@@ -61,7 +61,7 @@ export interface EffectsDeps {
 const MAX_TIMEOUT_S = 2_147_483_647 / 1000;
 
 const GUIDELINE =
-  'Shell commands run in an OS sandbox with no network, over a staged copy of the workspace: what a command changes is applied when it ends, unless it would destroy work git cannot give back, rewrite git history or touch protected paths (.git config and hooks, AGENTS.md, .pi, CI files); those changes are held for review and otherwise discarded, and the result says so. Outside the workspace only the temporary directory ($TMPDIR) is writable. If a command truly needs to run outside the sandbox, call bash again with sandbox_permissions "require_escalated" and a justification; each such call is reviewed on its own.';
+  'Shell commands run in an OS sandbox, over a staged copy of the workspace: what a command changes is applied when it ends, unless it would destroy work git cannot give back, rewrite git history or touch protected paths (.git config and hooks, AGENTS.md, .pi, CI files); those changes are held for review and otherwise discarded, and the result says so. Outside the workspace only the temporary directory ($TMPDIR) is writable. The network is reachable only through a proxy to the hosts the user allowlisted (package registries by default); a refused host is named in the result. If a command truly needs to run outside the sandbox, call bash again with sandbox_permissions "require_escalated" and a justification; each such call is reviewed on its own.';
 
 function schema(base: ToolDefinition["parameters"]) {
   const props = (base as unknown as { properties: Record<string, never> }).properties;
@@ -199,7 +199,7 @@ export function createSandboxedBashTool(deps: BashToolDeps, cwd: string = proces
   const local = deps.localOperations ?? ((shellPath) => createLocalBashOperations({ shellPath }));
   return {
     ...base,
-    description: `${base.description} By default the command runs in an OS sandbox (no network; writes only in the workspace and $TMPDIR).`,
+    description: `${base.description} By default the command runs in an OS sandbox (network only to allowlisted hosts through a proxy; writes only in the workspace and $TMPDIR).`,
     promptGuidelines: [...(base.promptGuidelines ?? []), GUIDELINE],
     parameters: schema(base.parameters),
     // Pi judges every call of a parallel batch before it runs any; a shell command can change what

@@ -10,7 +10,7 @@ import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxProvider } from "@earendil-works/pi-ai";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { NETWORK_ENTRY_TYPE, type NetworkRecord } from "../../src/audit/network-record.ts";
-import networkData from "../../src/sandbox/data/network.json" with { type: "json" };
+import networkData from "../../src/policy/data/network.json" with { type: "json" };
 import { processGlobalState } from "../../src/state/global.ts";
 import { call, done } from "../helpers/faux-turns.ts";
 import { serveFiles, type FileServer } from "../helpers/local-registry.ts";

@@ -10,9 +10,9 @@ import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { networkRows } from "../../src/cli/doctor.ts";
 import { type ConfigResult, EMPTY_CONFIG, loadPolicyConfig, type PolicyConfig, PROJECT_CONFIG_FILE, USER_CONFIG_FILE } from "../../src/policy/config/load.ts";
-import { networkData } from "../../src/sandbox/network/data.ts";
-import { compileNetworkPolicy, effectiveNetwork, parseNetworkEntry } from "../../src/sandbox/network/entries.ts";
-import type { NetworkSpec } from "../../src/sandbox/network/types.ts";
+import { networkData } from "../../src/policy/network/data.ts";
+import { compileNetworkPolicy, effectiveNetwork, parseNetworkEntry } from "../../src/policy/network/entries.ts";
+import type { NetworkSpec } from "../../src/policy/network/types.ts";
 
 const made: string[] = [];
 after(() => {

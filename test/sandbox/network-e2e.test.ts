@@ -21,10 +21,10 @@ import { probeDriver } from "../../src/sandbox/probe.ts";
 import { settleEffects } from "../../src/sandbox/effects/settle.ts";
 import { effectStore } from "../../src/sandbox/effects/store.ts";
 import { DEFAULT_UNDO_BOUNDS } from "../../src/sandbox/effects/undo.ts";
-import type { Destination, NetworkSpec } from "../../src/sandbox/network/types.ts";
+import type { Destination, NetworkSpec } from "../../src/policy/network/types.ts";
 import type { ProbeResult, SandboxDriver } from "../../src/sandbox/types.ts";
 import { buildRegistry, buildRepository, serveFiles, type FileServer } from "../helpers/local-registry.ts";
-import networkData from "../../src/sandbox/data/network.json" with { type: "json" };
+import networkData from "../../src/policy/data/network.json" with { type: "json" };
 
 const NODE = process.execPath;
 const PORT = networkData.forwarder.port;
@@ -275,6 +275,35 @@ describe(`network through the proxy as ${WHO}`, { concurrency: 1 }, () => {
     assert.ok(other.hits.includes("/first"));
     assert.equal(other.hits.includes("/second"), false);
     assert.deepEqual(refusedOf(r), [`localhost:${other.port} review-denied`]);
+  });
+
+  test("the probe found network on this machine", (t) => {
+    if (!only(t)) return;
+    assert.deepEqual(probe.ok && probe.network, { available: true });
+  });
+
+  test("where the probe could not give network, an allow list gives none: the command runs without it", async (t) => {
+    if (!only(t)) return;
+    const noNet = createController({
+      platform: "linux",
+      driver,
+      probe: async () => ({ ...probe, network: { available: false, reason: "a test" } }) as ProbeResult,
+    });
+    await noNet.ready();
+    const saved = controller;
+    controller = noNet;
+    try {
+      const r = await run(
+        `echo "proxy=[$HTTPS_PROXY]"; curl -sS -m 5 http://127.0.0.1:${files.port}/no-probe; echo "rc=$?"`,
+        spec([`127.0.0.1:${files.port}`]),
+      );
+      exited(r);
+      assert.match(r.out, /proxy=\[\]/);
+      assert.equal(files.hits.includes("/no-probe"), false);
+      assert.match(noNet.facts().join("\n"), /network: none \(a test\)/);
+    } finally {
+      controller = saved;
+    }
   });
 
   test("without allow entries the sandbox has no network at all, and no proxy is set", async (t) => {

@@ -12,9 +12,9 @@ import { PROJECT_CONFIG_FILE, USER_CONFIG_FILE } from "./files.ts";
 import { compileRule, type CompiledRule, type RuleOrigin } from "../rules.ts";
 import { DEFAULT_UNDO_BOUNDS, type UndoBounds } from "./undo-bounds.ts";
 import { absenceOf, fullStamp, sameStamp, settled, type Absence, type Stamp, type StampBook } from "../../request/stamps.ts";
-import { NETWORK_DATA_PATH, networkData } from "../../sandbox/network/data.ts";
-import { type EffectiveNetwork, effectiveNetwork, type NetworkOrigins, networkListProblem } from "../../sandbox/network/entries.ts";
-import type { NetworkSpec } from "../../sandbox/network/types.ts";
+import { NETWORK_DATA_PATH, networkData } from "../network/data.ts";
+import { type EffectiveNetwork, effectiveNetwork, type NetworkOrigins, networkListProblem } from "../network/entries.ts";
+import type { NetworkSpec } from "../network/types.ts";
 
 export { PROJECT_CONFIG_FILE, USER_CONFIG_FILE };
 

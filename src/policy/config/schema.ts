@@ -16,7 +16,7 @@ const Rule = Type.Object(
 
 const RuleList = Type.Array(Rule, { maxItems: 1000 });
 
-// Network entries (grammar in src/sandbox/network/entries.ts, checked when the file is layered).
+// Network entries (grammar in src/policy/network/entries.ts, checked when the file is layered).
 const NetworkEntries = Type.Array(Type.String({ minLength: 1, maxLength: 300 }), { maxItems: 1000 });
 
 export const UserConfigSchema = Type.Object(
@@ -41,7 +41,7 @@ export const UserConfigSchema = Type.Object(
       Type.Object({ allow: Type.Optional(RuleList), review: Type.Optional(RuleList), deny: Type.Optional(RuleList) }, { additionalProperties: false }),
     ),
     // Where sandboxed commands may connect, through the host-side proxy. Without `allow` the
-    // default list (src/sandbox/data/network.json) applies; `"allow": []` is no network.
+    // default list (src/policy/data/network.json) applies; `"allow": []` is no network.
     sandbox: Type.Optional(
       Type.Object(
         {

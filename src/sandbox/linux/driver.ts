@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import { release, version as kernelVersion } from "node:os";
 import { PROBE_REVISION } from "../probe.ts";
 import data from "../data/sandbox.json" with { type: "json" };
-import networkData from "../data/network.json" with { type: "json" };
+import networkData from "../../policy/data/network.json" with { type: "json" };
 import { sandboxEnv } from "../env.ts";
 import { computeLayout } from "../layout.ts";
 import { defaultRunDir, ensureRunDir } from "../run-dir.ts";
@@ -21,7 +21,7 @@ import { bwrapArgs } from "./bwrap.ts";
 import { ENDED_FD, FORWARDER_READY_FD, holderCommand, type HolderMode, type HolderNetwork } from "./holder.ts";
 import { helperEntry } from "./spawner.ts";
 import { proxyEnv, wantsNetwork } from "../network/proxy-env.ts";
-import type { NetworkSpec } from "../network/types.ts";
+import type { NetworkSpec } from "../../policy/network/types.ts";
 import { createPidsCgroup, processLimitKind, removePidsCgroup, sandboxLimits, type Limits, type PidsCgroup } from "./limits.ts";
 import { createPlaceholderPool, type PlaceholderPool } from "./placeholders.ts";
 import { seccompArch, seccompProgram, type SeccompArch } from "./seccomp.ts";
@@ -348,6 +348,7 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
     platform: "linux",
     check,
     stagingCheck,
+    networkCheck: () => networkProblem(),
     probeCache() {
       const c = check();
       if (!c.ok || !bwrap || !seccompFile) return undefined;
@@ -538,10 +539,8 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
       const st = staging?.status;
       const stage = st ? [st.available ? `staging: ${st.how}` : `staging unavailable: ${st.reason}`] : [];
       const limit = c.ok ? limitNote() : undefined;
-      const net = st
-        ? [networkProblem() === undefined ? "network: allowlisted destinations through the host's proxy (staged runs)" : `network: none (${networkProblem()})`]
-        : [];
-      return [...(c.ok ? c.notes : [c.reason]), ...(limit ? [limit] : []), ...stage, ...net];
+      // Whether runs get network is the probe's verdict, which the controller states.
+      return [...(c.ok ? c.notes : [c.reason]), ...(limit ? [limit] : []), ...stage];
     },
   };
 }

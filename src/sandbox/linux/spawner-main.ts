@@ -6,7 +6,7 @@ import { rmdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { createLaunchPool } from "../launches.ts";
 import type { SpawnSpec } from "../spawn.ts";
-import type { Destination } from "../network/types.ts";
+import type { Destination } from "../../policy/network/types.ts";
 
 type Request =
   | { readonly type: "run"; readonly id: number; readonly spec: SpawnSpec; readonly timeout?: number }

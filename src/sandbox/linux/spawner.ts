@@ -11,7 +11,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { SpawnIo, SpawnOutcome, SpawnSpec } from "../spawn.ts";
-import type { Destination } from "../network/types.ts";
+import type { Destination } from "../../policy/network/types.ts";
 
 type Reply =
   | { readonly type: "ready" }

@@ -3,7 +3,7 @@
 // user can do, and, for a failed command that needed the network in a sandbox without any, that
 // there was no route at all.
 
-import type { NetReport, RefusalKind } from "./types.ts";
+import type { NetReport, RefusalKind } from "../../policy/network/types.ts";
 
 const WHY: Readonly<Record<RefusalKind, string>> = {
   unlisted: "not in sandbox.network.allow",

@@ -4,7 +4,7 @@
 // a loopback address an `ip:port` allow entry names: that one means a server on the host.
 
 import data from "../data/sandbox.json" with { type: "json" };
-import type { NetworkSpec } from "./types.ts";
+import type { NetworkSpec } from "../../policy/network/types.ts";
 
 /** A spec that gives a run any network at all. */
 export function wantsNetwork(spec: NetworkSpec | undefined): spec is NetworkSpec {

@@ -9,10 +9,10 @@ import { lookup as dnsLookup } from "node:dns/promises";
 import { chmod } from "node:fs/promises";
 import { connect as tcpConnect, createServer, type Server } from "node:net";
 import type { Duplex } from "node:stream";
-import { ipVersion } from "./addresses.ts";
-import { networkData, type ProxyBounds } from "./data.ts";
-import { parseDestination } from "./entries.ts";
-import type { Destination, NetReport, NetworkPolicy, RefusalKind } from "./types.ts";
+import { ipVersion } from "../../policy/network/addresses.ts";
+import { networkData, type ProxyBounds } from "../../policy/network/data.ts";
+import { parseDestination } from "../../policy/network/entries.ts";
+import type { Destination, NetReport, NetworkPolicy, RefusalKind } from "../../policy/network/types.ts";
 
 /** The bounds, network.json's `proxy` (data.ts ProxyBounds): connect, idle, lifetime, bytes, connections per run, head size and time. */
 export type ProxyLimits = ProxyBounds;

@@ -5,9 +5,9 @@
 
 import { rmSync } from "node:fs";
 import type { Readable } from "node:stream";
-import { compileNetworkPolicy } from "./entries.ts";
+import { compileNetworkPolicy } from "../../policy/network/entries.ts";
 import { createNetProxy } from "./proxy.ts";
-import type { Destination, NetReport, NetworkSpec } from "./types.ts";
+import type { Destination, NetReport, NetworkSpec } from "../../policy/network/types.ts";
 
 /** What a spawn spec carries for a run with network. Plain data: it crosses to the spawner. */
 export interface SpawnNetwork {

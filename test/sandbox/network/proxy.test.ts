@@ -12,8 +12,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { createNetProxy, refusalText, type NetProxy, type ProxyOptions } from "../../../src/sandbox/network/proxy.ts";
-import { compileNetworkPolicy } from "../../../src/sandbox/network/entries.ts";
-import type { Destination, NetworkPolicy, RefusalKind } from "../../../src/sandbox/network/types.ts";
+import { compileNetworkPolicy } from "../../../src/policy/network/entries.ts";
+import type { Destination, NetworkPolicy, RefusalKind } from "../../../src/policy/network/types.ts";
 import { echoHttp, exchange, loopbackConnect, parseAnswer, readToClose, tcpSink, tunnel, type EchoHttp } from "../../helpers/net-servers.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "pi-auto-mode-proxy-"));

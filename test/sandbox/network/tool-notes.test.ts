@@ -7,7 +7,7 @@ import { describe, test } from "node:test";
 import { networkRecord } from "../../../src/audit/network-record.ts";
 import { networkNote } from "../../../src/sandbox/network/notes.ts";
 import { proxyEnv, wantsNetwork } from "../../../src/sandbox/network/proxy-env.ts";
-import type { NetReport } from "../../../src/sandbox/network/types.ts";
+import type { NetReport } from "../../../src/policy/network/types.ts";
 
 const report = (refused: NetReport["refused"], allowed: NetReport["allowed"] = []): NetReport => ({ allowed, refused });
 

@@ -1,4 +1,4 @@
-// The allow list's grammar and the policy compiled from it (src/sandbox/network/entries.ts), the
+// The allow list's grammar and the policy compiled from it (src/policy/network/entries.ts), the
 // hostile cases first: names that look like an entry's but are not, numbers that resolvers read as
 // loopback, a name allowed by the list that resolves somewhere it must not go, and deny beating
 // allow in every spelling of an address.
@@ -7,8 +7,8 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import fc from "fast-check";
 import { checkProperty, fuzzRuns } from "../../helpers/fuzz.ts";
-import { compileNetworkPolicy, type NetworkEntry, networkListProblem, parseDestination, parseNetworkEntry } from "../../../src/sandbox/network/entries.ts";
-import type { Destination, NetworkPolicy } from "../../../src/sandbox/network/types.ts";
+import { compileNetworkPolicy, type NetworkEntry, networkListProblem, parseDestination, parseNetworkEntry } from "../../../src/policy/network/entries.ts";
+import type { Destination, NetworkPolicy } from "../../../src/policy/network/types.ts";
 
 const policy = (allow: string[], deny: string[] = []): NetworkPolicy => compileNetworkPolicy({ allow, deny, reviewUnlisted: false });
 const dest = (text: string): Destination => {

@@ -1,12 +1,12 @@
-// The network data (src/sandbox/data/network.json) carries its own examples: every destination is
+// The network data (src/policy/data/network.json) carries its own examples: every destination is
 // judged against the default list as it says, every address classifies as it says. The schema
 // refuses a file that is off by one key, and the values the proxy reads are the ones promised.
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import data from "../../../src/sandbox/data/network.json" with { type: "json" };
-import { checkNetworkData, networkData } from "../../../src/sandbox/network/data.ts";
-import { networkExampleFailures } from "../../../src/sandbox/network/entries.ts";
+import data from "../../../src/policy/data/network.json" with { type: "json" };
+import { checkNetworkData, networkData } from "../../../src/policy/network/data.ts";
+import { networkExampleFailures } from "../../../src/policy/network/entries.ts";
 
 describe("network data", () => {
   test("the data's examples hold", () => {

@@ -1,4 +1,4 @@
-// The address classes the proxy checks a resolved address by (src/sandbox/network/addresses.ts):
+// The address classes the proxy checks a resolved address by (src/policy/network/addresses.ts):
 // hand-picked edges of every range, the IPv6 spellings that reach an IPv4 address, the spellings
 // that are not addresses at all, and properties over random addresses with node's own BlockList as
 // the independent judge of CIDR membership.
@@ -16,8 +16,8 @@ import {
   describeAddressClass,
   IPV4_RANGES,
   ipVersion,
-} from "../../../src/sandbox/network/addresses.ts";
-import { networkData } from "../../../src/sandbox/network/data.ts";
+} from "../../../src/policy/network/addresses.ts";
+import { networkData } from "../../../src/policy/network/data.ts";
 
 const classOf = (a: string) => classifyAddress(a);
 
