@@ -28,6 +28,11 @@ export interface Judgement {
    * sandbox the other way round), so the route is the strictest over all of them.
    */
   readonly parts?: readonly { readonly cls: CommandClass; readonly reason: ReasonCode; readonly detail: string }[];
+  /**
+   * A shell command's first finding of each reason, when rules are configured: an allow rule
+   * spares some reasons and not others (route.ts), whichever class they share.
+   */
+  readonly found?: readonly { readonly cls: CommandClass; readonly reason: ReasonCode; readonly detail: string }[];
 }
 
 function malformed(kind: ToolKind, tool: string, what: string): Judgement {
@@ -63,7 +68,7 @@ export function judge(req: CanonicalRequest, ctx: JudgeContext): Judgement {
       case "write": {
         const p = req.paths[0];
         if (!p) return malformed("file", tool, "the path cannot be resolved");
-        const subject: RuleSubject = { tool, commands: [], paths: [p.lexical, p.real] };
+        const subject: RuleSubject = { tool, commands: [], paths: [p.lexical, p.real], exact: true };
         if (entry.action === "write") return judgeFileWrite(tool, p.raw, p.lexical, p.real, ctx, subject);
         const secret = isIdentitySecret(ctx.places, p.lexical, p.real) || (tool === "grep" && containsIdentitySecret(ctx.places, p.lexical, p.real));
         return secret
@@ -128,8 +133,31 @@ function judgeBash(command: string, ctx: JudgeContext): Judgement {
   // Without rules nothing reads the subject. The analysis hands over its reading of the command.
   const subject = ctx.rulesConfigured === false ? { tool: "bash", commands: [], paths: [] } : bashSubject(command, ctx, extraction);
   const parts = otherClasses(strictest.cls, findings);
-  return { kind: "bash", cls: strictest.cls, reason: strictest.reason, detail: strictest.detail, subject, ...(parts.length > 0 ? { parts } : {}) };
+  const found = ctx.rulesConfigured === false ? undefined : firstOfEachReason(findings);
+  return {
+    kind: "bash",
+    cls: strictest.cls,
+    reason: strictest.reason,
+    detail: strictest.detail,
+    subject,
+    ...(parts.length > 0 ? { parts } : {}),
+    ...(found ? { found } : {}),
+  };
 }
+
+function firstOfEachReason(findings: readonly { cls: CommandClass; reason: ReasonCode; detail: string }[]): NonNullable<Judgement["found"]> {
+  const seen = new Set<ReasonCode>();
+  const out: { cls: CommandClass; reason: ReasonCode; detail: string }[] = [];
+  for (const f of findings) {
+    if (seen.has(f.reason)) continue;
+    seen.add(f.reason);
+    out.push({ cls: f.cls, reason: f.reason, detail: f.detail });
+  }
+  return out;
+}
+
+/** Commands after which a relative path names another place than the words say. */
+const DIRECTORY_CHANGES = new Set(["cd", "pushd", "popd"]);
 
 /** The first finding of each class other than the strictest finding's, in order. */
 function otherClasses(cls: CommandClass, findings: readonly { cls: CommandClass; reason: ReasonCode; detail: string }[]): NonNullable<Judgement["parts"]> {
@@ -150,7 +178,7 @@ function bashSubject(command: string, ctx: JudgeContext, extraction: Extraction 
     extraction && !(extraction.ok && extraction.truncated)
       ? extraction
       : extractCommands(command, { home: ctx.shell.home, environment: knownEnvironment(ctx.shell) });
-  if (!ex.ok) return { tool: "bash", commands: [command.trim()], paths: [] };
+  if (!ex.ok) return { tool: "bash", commands: [command.trim()], paths: [], exact: false };
   const commands = ex.commands.map((c) => c.argv.map((a) => a.value ?? a.text).join(" ")).filter((c) => c.length > 0);
   // Any static word may name a path (`cat secret/x`, `--out=/etc/x`), so every one is a candidate,
   // normalized so "./" and ".." cannot dodge a glob. Deny and review rules match on any candidate
@@ -164,7 +192,11 @@ function bashSubject(command: string, ctx: JudgeContext, extraction: Extraction 
   }
   const targets = [...ex.commands.flatMap((c) => c.redirs), ...ex.compoundRedirs].flatMap((r) => (r.target ? [r.target] : []));
   const paths = new Set<string>();
+  // Functions run their bodies wherever they are called from, with arguments only known then.
+  // Any word, not only a command's name: `builtin cd`, `command pushd`.
+  let exact = ex.functions.length === 0 && !ex.commands.some((c) => c.argv.some((a) => DIRECTORY_CHANGES.has(a.value ?? "")));
   for (const a of [...ex.words, ...targets]) {
+    if (a.value === null || a.glob) exact = false;
     if (a.value === null || a.value === "") continue;
     const left = names.get(a.value) ?? 0;
     if (left > 0) {
@@ -175,5 +207,5 @@ function bashSubject(command: string, ctx: JudgeContext, extraction: Extraction 
     const v = a.value.startsWith("-") ? (eq > 0 ? a.value.slice(eq + 1) : "") : a.value;
     if (v !== "") paths.add(isAbsolute(v) ? resolve(v) : resolve(ctx.shell.cwd, v));
   }
-  return { tool: "bash", commands, paths: [...paths] };
+  return { tool: "bash", commands, paths: [...paths], exact };
 }

@@ -2,7 +2,7 @@
 
 import { resolve } from "node:path";
 import { minimatch } from "minimatch";
-import type { RuleSpec } from "./config/schema.ts";
+import type { AllowRuleSpec } from "./config/schema.ts";
 
 export type RuleOrigin = "user" | "project";
 
@@ -14,6 +14,10 @@ export interface CompiledRule {
   readonly tool: RegExp | undefined;
   readonly command: RegExp | undefined;
   readonly path: ((p: string) => boolean) | undefined;
+  /** An allow rule's `paths`: the protected or outside places it opens (each with what lies below). */
+  readonly opens: ((p: string) => boolean) | undefined;
+  /** An allow rule's `unsandboxed`: it approves running what it covers on the host, when the call asks. */
+  readonly unsandboxed: boolean;
 }
 
 /** What a rule is matched against: the tool, every simple command (bash), every path touched. */
@@ -21,6 +25,12 @@ export interface RuleSubject {
   readonly tool: string;
   readonly commands: readonly string[];
   readonly paths: readonly string[];
+  /**
+   * Every path the call can touch is among `paths`: no word only known at run time, no glob, no
+   * change of directory that would make a relative path land elsewhere. Only then can `paths` of a
+   * rule vouch for where the call writes or reads.
+   */
+  readonly exact?: boolean;
 }
 
 function wildcard(pattern: string, star: string): RegExp {
@@ -36,9 +46,12 @@ function wildcard(pattern: string, star: string): RegExp {
   return new RegExp(`^${body}$`, "s");
 }
 
-export function compileRule(spec: RuleSpec, origin: RuleOrigin, home: string, base: string): CompiledRule {
+/** Review and deny rules have neither `paths` nor `unsandboxed` (the schema says so); allow rules may. */
+export function compileRule(spec: AllowRuleSpec, origin: RuleOrigin, home: string, base: string): CompiledRule {
   if (!spec.tool && !spec.command && !spec.path) throw new Error(`a rule needs "tool", "command" or "path": ${JSON.stringify(spec)}`);
-  const expanded = spec.path ? resolve(base, spec.path === "~" ? home : spec.path.startsWith("~/") ? home + spec.path.slice(1) : spec.path) : undefined;
+  const place = (p: string) => resolve(base, p === "~" ? home : p.startsWith("~/") ? home + p.slice(1) : p);
+  const expanded = spec.path ? place(spec.path) : undefined;
+  const opened = spec.paths?.map(place);
   return {
     origin,
     label: `${JSON.stringify(spec)} (${origin} config)`,
@@ -46,6 +59,8 @@ export function compileRule(spec: RuleSpec, origin: RuleOrigin, home: string, ba
     tool: spec.tool ? wildcard(spec.tool, ".*") : spec.command ? /^bash$/ : undefined,
     command: spec.command ? wildcard(spec.command.trim().replace(/\s+/g, " "), ".*") : undefined,
     path: expanded ? (p: string) => minimatch(p, expanded, { dot: true }) : undefined,
+    opens: opened ? (p: string) => opened.some((g) => minimatch(p, g, { dot: true }) || minimatch(p, `${g}/**`, { dot: true })) : undefined,
+    unsandboxed: spec.unsandboxed === true,
   };
 }
 

@@ -8,7 +8,7 @@ import { EMPTY_CONFIG, type ConfigResult, type PolicyConfig } from "../../src/po
 import type { Judgement, ToolKind } from "../../src/policy/judge.ts";
 import { route } from "../../src/policy/route.ts";
 import { compileRule } from "../../src/policy/rules.ts";
-import type { RuleSpec } from "../../src/policy/config/schema.ts";
+import type { AllowRuleSpec, RuleSpec } from "../../src/policy/config/schema.ts";
 import { BACKENDS, CLASS_RANK, type CommandClass, type ReasonCode, type Route } from "../../src/policy/types.ts";
 
 const KINDS: readonly ToolKind[] = ["bash", "file", "uncontained-shell", "other"];
@@ -89,8 +89,8 @@ function judgement(kind: ToolKind, cls: CommandClass, overrides: Partial<Judgeme
   };
 }
 
-function config(rules: { allow?: RuleSpec[]; review?: RuleSpec[]; deny?: RuleSpec[] } = {}): ConfigResult {
-  const compile = (list: RuleSpec[] | undefined) => (list ?? []).map((r) => compileRule(r, "user", "/h", "/w"));
+function config(rules: { allow?: AllowRuleSpec[]; review?: RuleSpec[]; deny?: RuleSpec[] } = {}): ConfigResult {
+  const compile = (list: AllowRuleSpec[] | undefined) => (list ?? []).map((r) => compileRule(r, "user", "/h", "/w"));
   const c: PolicyConfig = { ...EMPTY_CONFIG, allow: compile(rules.allow), review: compile(rules.review), deny: compile(rules.deny) };
   return { ok: true, config: c };
 }
@@ -216,9 +216,17 @@ describe("route: what comes before the table", () => {
             continue;
           }
           assert.deepEqual(at({ allow: [ANY], review: [ANY], deny: [ANY] }), ["deny", "user-deny-rule"]);
-          assert.deepEqual(at({ allow: [ANY], review: [ANY] }), ["review", "user-review-rule"]);
+          // A shell the sandbox cannot contain runs only by an allow rule that says so, where a sandbox exists.
+          const uncontained = kind === "uncontained-shell" && backend !== "review-only";
+          const allowAny = uncontained ? { ...ANY, unsandboxed: true } : ANY;
+          assert.deepEqual(at({ allow: [allowAny], review: [ANY] }), ["review", "user-review-rule"]);
+          if (uncontained) assert.deepEqual(at({ allow: [ANY], review: [ANY] }), ["deny", "uncontained-shell"]);
           // A bash allow rule spares the review, never the sandbox.
-          assert.deepEqual(at({ allow: [ANY] }), [kind === "bash" && backend !== "review-only" ? "sandbox" : "allow", "user-allow-rule"]);
+          assert.deepEqual(
+            at({ allow: [ANY] }),
+            uncontained ? ["deny", "uncontained-shell"] : [kind === "bash" && backend !== "review-only" ? "sandbox" : "allow", "user-allow-rule"],
+          );
+          if (uncontained) assert.deepEqual(at({ allow: [{ ...ANY, unsandboxed: true }] }), ["allow", "user-allow-rule"]);
           // A rule that does not match changes nothing.
           const none = { tool: "nothing-matches" };
           const table = route(judgement(kind, cls), backend, config());
@@ -243,7 +251,7 @@ describe("route: what comes before the table", () => {
   test("allow rules never admit malformed input or an unparseable script", () => {
     for (const reason of ["malformed-input", "shell-unparseable"] as const) {
       for (const kind of KINDS) {
-        const d = route(judgement(kind, "review", { reason }), "sandboxed", config({ allow: [ANY, { command: "*" }] }));
+        const d = route(judgement(kind, "review", { reason }), "sandboxed", config({ allow: [{ ...ANY, unsandboxed: true }, { command: "*" }] }));
         assert.deepEqual([d.route, d.reason], ["review", reason]);
       }
     }
@@ -283,10 +291,13 @@ describe("route: what comes before the table", () => {
     // /w/link -> /etc: the lexical path is in the allowed tree, the file written is not.
     const escaping = judgement("file", "review", {
       reason: "outside-writable-roots",
-      subject: { tool: "write", commands: [], paths: ["/w/link/x", "/etc/x"] },
+      subject: { tool: "write", commands: [], paths: ["/w/link/x", "/etc/x"], exact: true },
     });
     assert.deepEqual(pick(route(escaping, "sandboxed", config({ allow: [{ tool: "write", path: "/w/**" }] }))), ["review", "outside-writable-roots"]);
-    assert.deepEqual(pick(route(escaping, "sandboxed", config({ allow: [{ tool: "write", path: "/{w,etc}/**" }] }))), ["allow", "user-allow-rule"]);
+    // A path rule that matches both is still no licence to write outside the writable roots: only `paths` opens it.
+    assert.deepEqual(pick(route(escaping, "sandboxed", config({ allow: [{ tool: "write", path: "/{w,etc}/**" }] }))), ["review", "outside-writable-roots"]);
+    assert.deepEqual(pick(route(escaping, "sandboxed", config({ allow: [{ tool: "write", paths: ["/w/link", "/etc"] }] }))), ["allow", "user-allow-rule"]);
+    assert.deepEqual(pick(route(escaping, "sandboxed", config({ allow: [{ tool: "write", paths: ["/etc"] }] }))), ["review", "outside-writable-roots"]);
     const script = judgement("bash", "contain", { subject: { tool: "bash", commands: ["cp a b"], paths: ["/w/a", "/etc/b"] } });
     assert.deepEqual(pick(route(script, "review-only", config({ allow: [{ command: "cp *", path: "/w/**" }] }))), ["review", "network"]);
   });
@@ -297,11 +308,12 @@ function pick(d: { route: Route; reason: ReasonCode }): [Route, ReasonCode] {
 }
 
 describe("P7: PowerShell never runs uncontained where a sandbox exists", () => {
-  test("a review rule cannot turn it into a reviewer's allow; only the user's allow rule runs it", () => {
+  test("a review rule cannot turn it into a reviewer's allow; only the user's allow rule that says unsandboxed runs it", () => {
     const j = judgement("uncontained-shell", "review");
     assert.equal(route(j, "sandboxed", config({ review: [{ tool: "powershell" }] })).route, "deny");
-    assert.equal(route(j, "sandboxed", config({ allow: [{ tool: "powershell" }] })).route, "allow");
-    assert.equal(route(j, "sandboxed", config({ allow: [{ tool: "powershell" }], deny: [{ tool: "powershell" }] })).route, "deny");
+    assert.equal(route(j, "sandboxed", config({ allow: [{ tool: "powershell" }] })).route, "deny", "a plain allow rule never means no sandbox");
+    assert.equal(route(j, "sandboxed", config({ allow: [{ tool: "powershell", unsandboxed: true }] })).route, "allow");
+    assert.equal(route(j, "sandboxed", config({ allow: [{ tool: "powershell", unsandboxed: true }], deny: [{ tool: "powershell" }] })).route, "deny");
     assert.equal(route(j, "review-only", config()).route, "review");
   });
 });

@@ -16,6 +16,24 @@ const Rule = Type.Object(
 
 const RuleList = Type.Array(Rule, { maxItems: 1000 });
 
+// An allow rule spares a review; what it may not spare without saying so (a protected path, an
+// identity secret, a place outside the writable roots, a run on the host) it names here. Only the
+// user's file has allow rules (P15).
+const AllowRule = Type.Object(
+  {
+    ...Rule.properties,
+    paths: Type.Optional(
+      Type.Array(Type.String({ minLength: 1 }), {
+        minItems: 1,
+        maxItems: 100,
+        description: "Protected or outside places this rule opens, each with everything below it, e.g. '.git/hooks', '~/.config/app'",
+      }),
+    ),
+    unsandboxed: Type.Optional(Type.Boolean({ description: "The rule approves running what it covers outside the OS sandbox, when the call asks for it" })),
+  },
+  { additionalProperties: false },
+);
+
 // Network entries (grammar in src/policy/network/entries.ts, checked when the file is layered).
 const NetworkEntries = Type.Array(Type.String({ minLength: 1, maxLength: 300 }), { maxItems: 1000 });
 
@@ -38,7 +56,10 @@ export const UserConfigSchema = Type.Object(
     /** Whether /perm-break-glass may override a reviewer's critical denial (on unless false). */
     breakGlass: Type.Optional(Type.Boolean()),
     rules: Type.Optional(
-      Type.Object({ allow: Type.Optional(RuleList), review: Type.Optional(RuleList), deny: Type.Optional(RuleList) }, { additionalProperties: false }),
+      Type.Object(
+        { allow: Type.Optional(Type.Array(AllowRule, { maxItems: 1000 })), review: Type.Optional(RuleList), deny: Type.Optional(RuleList) },
+        { additionalProperties: false },
+      ),
     ),
     // Where sandboxed commands may connect, through the host-side proxy. Without `allow` the
     // default list (src/policy/data/network.json) applies; `"allow": []` is no network.
@@ -97,5 +118,6 @@ export const ProjectConfigSchema = Type.Object(
 );
 
 export type RuleSpec = Static<typeof Rule>;
+export type AllowRuleSpec = Static<typeof AllowRule>;
 export type UserConfig = Static<typeof UserConfigSchema>;
 export type ProjectConfig = Static<typeof ProjectConfigSchema>;
