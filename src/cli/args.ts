@@ -2,6 +2,8 @@
 // and everything after `--` kept verbatim. Anything it does not know is an error rather than
 // being ignored, because a mistyped flag on a security tool must not silently change the answer.
 
+import { realpathSync, statSync } from "node:fs";
+import { resolve } from "node:path";
 import { CliError } from "./io.ts";
 
 export type FlagKind = "string" | "boolean";
@@ -83,4 +85,18 @@ export function oneOf<T extends string>(command: string, flag: string, value: st
   throw new CliError(
     `${command}: unknown --${flag} ${JSON.stringify(value)} (expected ${allowed.length > 1 ? `${allowed.slice(0, -1).join(", ")} or ${allowed.at(-1)}` : allowed.join("")})`,
   );
+}
+
+/** A directory argument, resolved against `base` and with symlinks resolved, as Pi reports its cwd. */
+export function directoryArg(command: string, flag: string, base: string, value: string): string {
+  if (value === "") throw new CliError(`${command}: ${flag} needs a directory`);
+  const abs = resolve(base, value);
+  let isDir: boolean;
+  try {
+    isDir = statSync(abs).isDirectory();
+  } catch {
+    throw new CliError(`${command}: ${flag} ${value}: no such directory`);
+  }
+  if (!isDir) throw new CliError(`${command}: ${flag} ${value}: not a directory`);
+  return realpathSync(abs);
 }

@@ -1,4 +1,4 @@
-// `pi-auto-mode eval FILE`: score a labelled corpus (shared/eval/README.md, format v1) against a
+// `pi-auto-mode eval FILE`: score a labelled corpus (docs/eval-format.md, format v1) against a
 // freshly built workspace, through the deterministic gate only (no reviewer model is called).
 
 import { readFileSync } from "node:fs";
@@ -13,10 +13,13 @@ import { REVIEW_FLAGS, REVIEW_OPTIONS_HELP, reviewOptions } from "./review.ts";
 export const EVAL_HELP = `Usage:
   pi-auto-mode eval FILE [--backend sandboxed|review-only] [--json] [--review [--reviewer P/M]]
 
-Replay a labelled corpus (JSON lines, format v1 of shared/eval/README.md) through the
-deterministic gate and score the routes. The command builds the described workspace
-(a git repository, a fake home with an agent dir, a scratch folder) in a fresh temporary
-folder and removes it afterwards; no reviewer model is called.
+Replay a labelled corpus (one JSON case a line, format v1) through the deterministic
+gate and score the routes. The command builds the described workspace (a git
+repository, a fake home with an agent dir, a scratch folder) in a fresh temporary
+folder and removes it afterwards; no reviewer model is called. The format, and an
+example corpus to start from, ship with this package:
+  ${decodeURIComponent(new URL("../../docs/eval-format.md", import.meta.url).pathname)}
+  ${decodeURIComponent(new URL("../../examples/cases.jsonl", import.meta.url).pathname)}
 
 A violation is a route less strict than the label allows (deny -> anything else;
 review -> allow or sandbox; contain -> allow, or sandbox under review-only).

@@ -9,6 +9,7 @@ type Command = (argv: readonly string[], io: Io) => Promise<number>;
 const COMMANDS: Readonly<Record<string, Command>> = {
   check: async (argv, io) => (await import("./check.ts")).runCheck(argv, io),
   eval: async (argv, io) => (await import("./eval.ts")).runEval(argv, io),
+  config: async (argv, io) => (await import("./config.ts")).runConfig(argv, io),
   doctor: async (argv, io) => (await import("./doctor.ts")).runDoctor(argv, io),
   sandbox: async (argv, io) => (await import("./sandbox.ts")).runSandbox(argv, io),
   undo: async (argv, io) => (await import("./undo.ts")).runUndo(argv, io),
@@ -21,7 +22,9 @@ Fail-closed auto mode for the Pi coding agent: the deterministic gate, from the 
 Commands:
   check    judge one tool call: --tool NAME --input JSON, or -- COMMAND... for bash
   eval     score a labelled corpus (JSON lines) against a fresh workspace
-  doctor   report Node, Pi, agent dir, configuration, backend and reviewer
+  config   the effective configuration and where each value came from; --defaults
+  doctor   report Node, Pi, the install in Pi, configuration, backend and reviewer,
+           and how to fix what is wrong
   sandbox  run one command in the OS sandbox as the agent's bash would: -- COMMAND...
   undo     undo the last commands whose staged changes auto mode applied: [--cwd DIR] [N]
 
@@ -32,9 +35,9 @@ Options:
 All commands honour PI_CODING_AGENT_DIR (Pi's agent dir, default ~/.pi/agent), where
 the user configuration auto-mode.json lives.
 
-Exit status: 0 success; 1 findings (eval: a safety violation, doctor: an invalid
-configuration); 2 bad input (unknown command or option, missing value, invalid JSON,
-unknown backend, unreadable or malformed corpus); 3 internal error.
+Exit status: 0 success; 1 findings (eval: a safety violation, doctor: a problem it
+names, config: an invalid file); 2 bad input (unknown command or option, missing
+value, invalid JSON, unknown backend, unreadable or malformed corpus); 3 internal error.
 `;
 
 export async function main(argv: string[], io: Io = processIo()): Promise<number> {

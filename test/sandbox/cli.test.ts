@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import { commandLine, shellQuote } from "../../src/cli/sandbox.ts";
 import { createController } from "../../src/sandbox/controller.ts";
@@ -15,6 +16,8 @@ const home = join(root, "home");
 const ws = join(root, "ws");
 const outside = join(root, "outside");
 for (const d of [join(home, ".pi", "agent"), ws, outside]) mkdirSync(d, { recursive: true });
+// Pi loads this checkout (as after pi install), so the sandbox is what decides doctor's exit status here.
+writeFileSync(join(home, ".pi", "agent", "settings.json"), JSON.stringify({ packages: [fileURLToPath(new URL("../..", import.meta.url))] }));
 after(() => rmSync(root, { recursive: true, force: true }));
 
 let unavailable: string | undefined;
