@@ -3,7 +3,7 @@
 // PI_CODING_AGENT_DIR, so the machine's real configuration never changes an answer.
 
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,7 +12,7 @@ import { after, describe, test } from "node:test";
 import { apparmorFix, type DoctorReport, doctorProblems } from "../../src/cli/doctor.ts";
 import { networkData } from "../../src/policy/network/data.ts";
 import { processGlobalState } from "../../src/state/global.ts";
-import { lastJson, runCli, type CliRun } from "../helpers/cli.ts";
+import { BIN, lastJson, runCli, type CliRun } from "../helpers/cli.ts";
 
 const SHARED_CORPUS = fileURLToPath(new URL("../../../shared/eval/cases.jsonl", import.meta.url));
 const REPO = realpathSync(fileURLToPath(new URL("../..", import.meta.url)));
@@ -560,6 +560,39 @@ describe("help and version", PARALLEL, () => {
     const r = await run(["--version"]);
     assert.equal(r.code, 0);
     assert.match(r.stdout.trim(), /^\d+\.\d+\.\d+/);
+  });
+});
+
+/** A Node on the PATH older than the package needs (a system Node 20, say), outside any node_modules. */
+function olderNode(): string | undefined {
+  for (const dir of (process.env.PATH ?? "").split(":")) {
+    if (!dir || dir.includes("node_modules")) continue;
+    const node = join(dir, "node");
+    if (!existsSync(node)) continue;
+    try {
+      const [major, minor] = execFileSync(node, ["-p", "process.versions.node"], { encoding: "utf8" }).trim().split(".").map(Number);
+      if (major! < 22 || (major === 22 && minor! < 19)) return node;
+    } catch {
+      // not a working node: look further
+    }
+  }
+  return undefined;
+}
+
+describe("the command on an older Node", () => {
+  const old = olderNode();
+  test("a checkout's bin re-runs itself on the Node 22 its npm install brought", { skip: !old && "no Node older than 22.19 on the PATH" }, () => {
+    const out = execFileSync(old!, [BIN, "check", "--json", "--backend", "review-only", "--", "rm", "-rf", "~"], {
+      cwd: ws,
+      env: { ...process.env, HOME: home, PI_CODING_AGENT_DIR: agentDir },
+      encoding: "utf8",
+    });
+    const j = lastJson(out);
+    assert.equal(j.route, "deny");
+    assert.equal(j.reason, "hard-deny");
+    const bad = spawnSync(old!, [BIN, "frobnicate"], { cwd: ws, env: { ...process.env, HOME: home, PI_CODING_AGENT_DIR: agentDir }, encoding: "utf8" });
+    assert.equal(bad.status, 2, "the exit status comes through");
+    assert.match(bad.stderr, /unknown command "frobnicate"/);
   });
 });
 
