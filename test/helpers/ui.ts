@@ -51,6 +51,8 @@ export interface RecordingUi {
   statuses(key?: string): string[];
   /** The status text shown now for a key. */
   status(key: string): string | undefined;
+  /** Every set of text lines a widget key was given, oldest first (undefined: cleared; a component factory is not text). */
+  widgets(key: string): Array<readonly string[] | undefined>;
 }
 
 export interface UiAnswers {
@@ -63,12 +65,15 @@ export function recordingUi(answers: UiAnswers = {}): RecordingUi {
   const dialogs: string[] = [];
   const notes: Note[] = [];
   const history: Array<[string, string | undefined]> = [];
+  const widgetHistory: Array<[string, readonly string[] | undefined]> = [];
   const method =
     (m: (typeof UI_METHODS)[number]) =>
     (...args: unknown[]): unknown => {
       calls.push(m);
       if (m === "notify") return void notes.push({ text: String(args[0]), level: String(args[1] ?? "info") });
       if (m === "setStatus") return void history.push([String(args[0]), args[1] as string | undefined]);
+      if (m === "setWidget" && (args[1] === undefined || Array.isArray(args[1])))
+        return void widgetHistory.push([String(args[0]), args[1] as string[] | undefined]);
       if (DIALOGS.has(m)) {
         dialogs.push(`${m} ${String(args[0])}`);
         if (m === "select") return Promise.resolve(answers.select?.(String(args[0]), args[1] as string[]));
@@ -88,5 +93,6 @@ export function recordingUi(answers: UiAnswers = {}): RecordingUi {
     notes,
     statuses: (key) => history.filter(([k, t]) => (key === undefined || k === key) && t !== undefined).map(([, t]) => t!),
     status: (key) => [...history].reverse().find(([k]) => k === key)?.[1],
+    widgets: (key) => widgetHistory.filter(([k]) => k === key).map(([, lines]) => lines),
   };
 }
