@@ -88,7 +88,7 @@ function draw(ctx: WidgetContext, checks: Checks, now: () => number): void {
     else if (ctx.mode !== "tui")
       ctx.ui.setWidget(
         CHECK_WIDGET_KEY,
-        checkLines(view, now()).map((l) => l.text),
+        checkLines(view, now(), { live: false }).map((l) => l.text),
       );
     else drawComponent(ctx, view, now);
   } catch {

@@ -145,13 +145,18 @@ function head(v: Extract<CheckView, { phase: "decided" }>): { tone: Tone; text: 
 
 const why = (route: string, reason: string) => `${route} (${reason})${reason === "hard-deny" ? " · a hard deny: never allowed, no override" : ""}`;
 
-/** The widget's lines for what it shows now; `now` ticks the elapsed time of a running review. */
-export function checkLines(v: CheckView, now: number): WidgetLine[] {
+/**
+ * The widget's lines for what it shows now; `now` ticks the elapsed time of a running review. A
+ * client that gets text once (`live: false`, RPC) is told neither a time that would not move nor
+ * a key it may not have.
+ */
+export function checkLines(v: CheckView, now: number, opts: { readonly live?: boolean } = {}): WidgetLine[] {
   if (v.phase === "reviewing") {
     const elapsed = Math.max(0, Math.floor((now - v.startedAt) / 1000));
+    const running = opts.live === false ? "" : ` · ${elapsed} s · Esc cancels`;
     return clean([
       { tone: "accent", text: `auto mode · reviewing ${v.subject}` },
-      { tone: "muted", text: `reviewer ${v.reviewer} · ${elapsed} s · Esc cancels · route ${why(v.route, v.reason)}` },
+      { tone: "muted", text: `reviewer ${v.reviewer}${running} · route ${why(v.route, v.reason)}` },
     ]);
   }
   const h = head(v);

@@ -170,6 +170,12 @@ describe("the check widget at Pi's edge", () => {
       ["blocked by auto mode: bash rm -rf ~", "route deny (hard-deny) · a hard deny: never allowed, no override", "rm recursively wipes /home/u"],
       undefined,
     ]);
+    w.beginReview(ctx, "t2", start("write .git/x"));
+    assert.deepEqual(
+      rec.widgets(CHECK_WIDGET_KEY).at(-1),
+      ["auto mode · reviewing write .git/x", "reviewer judge/judge-1 · route review (protected-path)"],
+      "text sent once has no clock that would not move, nor a key the client may not have",
+    );
     const quiet = recordingUi();
     const w2 = createCheckWidget(() => 0);
     w2.settle({ hasUI: false, mode: "print", ui: quiet.ui }, record({}));
