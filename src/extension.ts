@@ -142,6 +142,8 @@ export default function autoMode(pi: ExtensionAPI): void {
     if (event.reason !== "reload" && last && (last.data as ModeEntry | undefined)?.mode !== "auto")
       pi.appendEntry<ModeEntry>(MODE_ENTRY_TYPE, { mode: "auto" });
     await runtime.global.read();
+    // What this session starts with needs no notice; a later change by another Pi gets one (at a tool call).
+    runtime.acknowledgeGlobal();
     // An apply a crash interrupted is finished (or reported) before any new command runs (P17).
     const { repairStaging } = await import("./sandbox/effects/repair.ts");
     await repairStaging(getAgentDir(), ctx.cwd, (text) => (ctx.hasUI ? ctx.ui.notify(text, "warning") : process.stderr.write(`${text}\n`)));
@@ -268,8 +270,29 @@ export default function autoMode(pi: ExtensionAPI): void {
   });
 
   const abortReviews = (reason: string) => reviews?.abortAll(reason);
-  registerPermCommands(pi, { runtime, refresh, onModeChange: abortReviews });
-  registerReviewerCommand(pi, { runtime, refresh, onModeChange: abortReviews, onReviewerChange: abortReviews });
+  registerPermCommands(pi, {
+    runtime,
+    refresh,
+    onModeChange: abortReviews,
+    status: {
+      backendReason,
+      config: (ctx) => loadPolicyConfig({ agentDir: getAgentDir(), cwd: ctx.cwd, home: homedir() }),
+      denials: (ctx) => {
+        const id = ctx.sessionManager.getSessionId();
+        return overrides.list(id).length + overrides.critical(id).length;
+      },
+      installNote: (ctx) => {
+        const trust = trustIn(ctx);
+        return trust.kind === "writable" ? installLine(trust) : undefined;
+      },
+    },
+  });
+  // This session's own reviewer change is said by the command; other sessions hear of it at their next call.
+  const reviewerChanged = (reason: string) => {
+    runtime.acknowledgeGlobal();
+    abortReviews(reason);
+  };
+  registerReviewerCommand(pi, { runtime, refresh, onModeChange: abortReviews, onReviewerChange: reviewerChanged });
   registerUndoCommand(pi);
   registerOverrideCommands(pi, {
     overrides,

@@ -11,7 +11,7 @@ import { CliError, EXIT, type Io } from "./io.ts";
 import { REVIEW_FLAGS, REVIEW_OPTIONS_HELP, reviewOptions } from "./review.ts";
 
 export const EVAL_HELP = `Usage:
-  pi-auto-mode eval FILE [--backend sandboxed|review-only] [--json] [--review [--reviewer P/M]]
+  pi-auto-mode eval FILE [--backend NAME] [--json] [--review [--reviewer P/M]]
 
 Replay a labelled corpus (one JSON case a line, format v1) through the deterministic
 gate and score the routes. The command builds the described workspace (a git
@@ -26,7 +26,10 @@ review -> allow or sandbox; contain -> allow, or sandbox under review-only).
 Friction is an "allow" case routed to review or deny.
 
 Options:
-  --backend NAME   sandboxed (default) or review-only
+  --backend NAME   sandboxed, sandboxed-unstaged or review-only (default: the one
+                   the extension gates with on this machine, from the sandbox probe,
+                   as check and doctor say; where the sandbox is unavailable the
+                   extension denies every shell command, so name one to score)
   --json           print only the summary, as one JSON object on the last line:
                    corpus, backend, cases, violations, friction, allow_cases,
                    friction_rate, by_route, decide_us {p50, p99, max} (microseconds
@@ -57,6 +60,17 @@ export interface Failure {
   readonly route: string;
   readonly reason: string;
   readonly message: string;
+}
+
+/** The backend the extension would gate with here, so the scores are the session's (check does the same). */
+async function machineBackend(): Promise<EvalBackend> {
+  const backend = await (await import("./sandbox.ts")).machineBackend();
+  // Nothing to score: every shell command is denied. Guessing another backend would score a policy this machine does not run.
+  if (backend === "unavailable")
+    throw new CliError(
+      "eval: the OS sandbox is unavailable on this machine, so the extension denies every shell command here (pi-auto-mode doctor says why); give --backend sandboxed, sandboxed-unstaged or review-only to score that backend's policy",
+    );
+  return backend;
 }
 
 function readCorpus(file: string, cwd: string): EvalCase[] {
@@ -115,9 +129,11 @@ export async function runEval(argv: readonly string[], io: Io): Promise<number> 
   }
   const file = args.positionals[0]!;
   const backendFlag = args.strings.get("backend");
-  const backend: EvalBackend = backendFlag === undefined ? "sandboxed" : oneOf("eval", "backend", backendFlag, EVAL_BACKENDS);
+  const named = backendFlag === undefined ? undefined : oneOf("eval", "backend", backendFlag, EVAL_BACKENDS);
   const cases = readCorpus(file, io.cwd);
   const review = reviewOptions("eval", args);
+  // Probed only once the input is known to be good: a usage error should not wait for the sandbox.
+  const backend: EvalBackend = named ?? (await machineBackend());
   const reviewer = review ? await (await import("./review.ts")).openReviewer("eval", io.env, review) : undefined;
   let reviews: import("./review.ts").CaseReview[] | undefined;
   // Loaded only now, after the arguments and the corpus are known to be good: the gate takes a

@@ -10,7 +10,8 @@ import { concurrentDenial, decisionDenial, denialBody, escalationDenial, escalat
 import { decide, prepareGate, type GateContext, type GateResult } from "../policy/gate.ts";
 import type { Judgement } from "../policy/judge.ts";
 import { guardedByInstall, installTrust } from "../policy/install-trust.ts";
-import { type Backend, type Decision, isSandboxed, type ReasonCode, type Route } from "../policy/types.ts";
+import { type Backend, type Decision, decision, isSandboxed, type ReasonCode, type Route } from "../policy/types.ts";
+import { rulesRunUnsandboxed } from "../policy/route.ts";
 import { escalationAsk } from "../request/escalation-ask.ts";
 import { StampBook } from "../request/stamps.ts";
 import type { TokenBudget } from "../review/budget.ts";
@@ -80,6 +81,8 @@ export interface CallEnv {
   readonly off?: () => void;
   /** The session the call belongs to: denials are remembered and grants used per session (P14). */
   readonly sessionId?: string;
+  /** Tells the user something at this call (the global state changed since this runtime last looked). */
+  readonly notify?: (text: string) => void;
 }
 
 export interface AdmitDeps {
@@ -130,13 +133,33 @@ export function createCallGate(deps: AdmitDeps): (call: GateCall, env: CallEnv) 
     const runtime = deps.runtime;
     // Re-read at every gate (a stat when nothing changed): another process's commit applies now (P12).
     const global = await runtime.global.read();
+    // Another process's /perm-enabled or /perm-auto-model changes what this session's calls get: say so, once.
+    const changed = env.notify ? runtime.globalChange() : undefined;
+    if (changed) env.notify?.(changed);
+    tmpRoot ??= defaultTmpRoot();
     if (!readEnabled(global)) {
       env.off?.();
+      // Off is no way around the floor: what an unrestricted runtime never runs, an off one does not either.
+      const judged = decide(call.toolName, call.input, gateFor(deps, call.cwd, tmpRoot).context, runtime.backend());
+      const floor = offFloor(judged);
+      if (floor) {
+        env.record({
+          toolCallId: call.toolCallId,
+          parentToolCallId: call.parentToolCallId,
+          tool: call.toolName,
+          mode: "off",
+          route: floor.route,
+          reason: floor.reason,
+          outcome: "denied",
+          hash: judged.request?.hash,
+          message: floor.message,
+        });
+        return { kind: "deny", text: denialText(floor, "off") };
+      }
       issue(deps, call, { passed: "allowed", host: "gate-off", backend: runtime.backend() });
       return { kind: "run-here" };
     }
     if (BACKEND_BOUND.has(call.toolName)) await deps.ready?.();
-    tmpRoot ??= defaultTmpRoot();
     const gate = gateFor(deps, call.cwd, tmpRoot);
     // Every judgement of this call, the first and the re-judgements at review, is guarded the same way.
     const judge = (): GateResult => {
@@ -147,7 +170,7 @@ export function createCallGate(deps: AdmitDeps): (call: GateCall, env: CallEnv) 
     const mode = runtime.effective(gate.context.config.ok ? "ok" : "fault");
     const limits = reviewLimits(gate.context.config);
     const approval = grantLookup(deps, env, result);
-    let step = await reviewStep(call, env, result, judge, mode, limits, approval, runtime.backend());
+    let step = await reviewStep(call, env, result, judge, mode, limits, approval, runtime.backend(), gate.context.config);
     if ((step.overridable || step.critical) && deps.overrides && env.sessionId !== undefined && result.request) {
       const denial = {
         sessionId: env.sessionId,
@@ -181,7 +204,7 @@ export function createCallGate(deps: AdmitDeps): (call: GateCall, env: CallEnv) 
       reason: result.decision.reason,
       outcome: step.outcome,
       hash: result.request?.hash,
-      message: step.denial !== undefined && shape !== undefined ? denialBody(step.denial) : result.decision.message,
+      message: step.note ?? (step.denial !== undefined && shape !== undefined ? denialBody(step.denial) : result.decision.message),
       ...(step.approvedBy ? { approvedBy: step.approvedBy } : {}),
     });
     if (step.outcome === "denied") return { kind: "deny", text: step.denial ?? denialText(result.decision, mode) };
@@ -230,6 +253,8 @@ interface Step {
   readonly reviewed: boolean;
   /** An approved escalation: runs once on the host. */
   readonly escalated: boolean;
+  /** What the record says instead of the deterministic decision's message. */
+  readonly note?: string;
 }
 
 /** The deterministic decision, then the review it asks for: of an escalation out of the sandbox, or of a review route. */
@@ -242,6 +267,7 @@ async function reviewStep(
   limits: Partial<EngineLimits>,
   approved: () => Approver | undefined,
   backend: Backend,
+  config: ConfigResult,
 ): Promise<Step> {
   const plain: Step = { outcome: outcomeFor(result.decision, mode), reviewed: false, escalated: false };
   const reviewing = result.request !== undefined && REVIEWING.has(mode);
@@ -255,6 +281,15 @@ async function reviewStep(
     // The user approved exactly this escalation after it was denied: it runs once on the host (P14).
     const by = reviewing ? approved() : undefined;
     if (by) return { outcome: "allowed", reviewed: true, escalated: true, escalation: true, approvedBy: by };
+    // The user's own allow rule says `unsandboxed` for exactly what this runs (route.ts): no review.
+    if (result.judgement && rulesRunUnsandboxed(result.judgement, config))
+      return {
+        outcome: "allowed",
+        reviewed: false,
+        escalated: true,
+        escalation: true,
+        note: 'Runs once outside the sandbox: the user\'s allow rule with "unsandboxed": true covers it and it asked to escalate.',
+      };
     const denied = { ...plain, outcome: "denied" as const, escalation: true };
     if (!review)
       return {
@@ -407,6 +442,18 @@ function reviewLimits(config: ConfigResult): Partial<EngineLimits> {
   if (!config.ok) return {};
   const { maxInputTokens, deadlineMs } = config.config.reviewer;
   return { ...(maxInputTokens !== undefined ? { budget: maxInputTokens as TokenBudget } : {}), ...(deadlineMs !== undefined ? { deadlineMs } : {}) };
+}
+
+/**
+ * What still holds while auto mode is off: the hard denies and self-protection, judged as in an
+ * unrestricted runtime. Read from the judgement, so a configuration fault (which the route puts
+ * first) cannot hide them.
+ */
+function offFloor(r: GateResult): Decision | undefined {
+  if (r.decision.route === "deny" && ALWAYS_DENIED.has(r.decision.reason)) return r.decision;
+  const j = r.judgement;
+  if (j?.cls !== "deny" || !ALWAYS_DENIED.has(j.reason)) return undefined;
+  return decision("deny", j.reason, /[.!?]$/.test(j.detail.trim()) ? j.detail.trim() : `${j.detail.trim()}.`);
 }
 
 function outcomeFor(d: Decision, mode: EffectiveMode): Outcome {

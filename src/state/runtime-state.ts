@@ -3,7 +3,7 @@
 
 import type { Backend } from "../policy/types.ts";
 import { effectiveMode, statusLabel, type ConfigHealth, type EffectiveMode, type ModeInputs, type RequestedMode } from "./effective.ts";
-import { readEnabled, readRevision, type GlobalRead, type GlobalStateStore } from "./global.ts";
+import { readEnabled, readRevision, type GlobalRead, type GlobalSnapshot, type GlobalStateStore } from "./global.ts";
 import { initialSession, nextSessionRevision, withMode, type SessionState } from "./session.ts";
 
 /** The health of the user's auto-mode.json; the state's own health comes from the store. */
@@ -28,6 +28,14 @@ export interface RuntimeState {
   effective(userConfig: UserConfigHealth): EffectiveMode;
   label(userConfig: UserConfigHealth): string;
   revisions(): Revisions;
+  /**
+   * What changed in the global state since this runtime last looked (another Pi's /perm-enabled,
+   * /perm-auto-model or repair), said once: the caller tells the user (P12: the change applies at
+   * the next gate, and it should not apply silently).
+   */
+  globalChange(): string | undefined;
+  /** This runtime made the change itself (or has just shown it): nothing to tell it later. */
+  acknowledgeGlobal(): void;
 }
 
 export function modeInputs(g: GlobalRead, userConfig: UserConfigHealth, requested: RequestedMode, backend: Backend): ModeInputs {
@@ -42,6 +50,7 @@ export function modeInputs(g: GlobalRead, userConfig: UserConfigHealth, requeste
 
 export function createRuntimeState(global: GlobalStateStore, backend: () => Backend): RuntimeState {
   let session = initialSession(nextSessionRevision());
+  let seen: GlobalRead | undefined;
   const inputs = (userConfig: UserConfigHealth): ModeInputs => modeInputs(global.peek(), userConfig, session.requested, backend());
   return {
     global,
@@ -59,5 +68,48 @@ export function createRuntimeState(global: GlobalStateStore, backend: () => Back
     effective: (h) => effectiveMode(inputs(h)),
     label: (h) => statusLabel(inputs(h)),
     revisions: () => ({ global: readRevision(global.peek()), session: session.revision }),
+    globalChange() {
+      const now = global.peek();
+      const before = seen;
+      seen = now;
+      return before === undefined ? undefined : describeGlobalChange(before, now);
+    },
+    acknowledgeGlobal() {
+      seen = global.peek();
+    },
   };
+}
+
+const reviewerName = (r: GlobalSnapshot["reviewer"]) => (r ? `${r.provider}/${r.model} (thinking ${r.thinking})` : undefined);
+
+/** One notice for what differs between two reads of the global state, or undefined when nothing the user chose did. */
+export function describeGlobalChange(before: GlobalRead, now: GlobalRead): string | undefined {
+  const elsewhere = "in another Pi session of this user";
+  if (now.kind === "fault")
+    return before.kind === "fault"
+      ? undefined
+      : `Auto mode's global state was found damaged (${now.fault.detail}): until /perm-repair, every call that needs review or the sandbox is denied.`;
+  if (before.kind === "fault") return `Auto mode's global state was repaired ${elsewhere}: ${summary(now.snapshot)}.`;
+  const out: string[] = [];
+  const a = before.snapshot;
+  const b = now.snapshot;
+  if (a.enabled !== b.enabled)
+    out.push(
+      b.enabled
+        ? `Auto mode was turned on ${elsewhere}: every tool call is checked again.`
+        : `Auto mode was turned off ${elsewhere}: tool calls are no longer checked, except the hard denies (wiping your home or a disk, auto mode's own files), which stay denied. /perm-enabled on turns it back on for every session.`,
+    );
+  const ra = reviewerName(a.reviewer);
+  const rb = reviewerName(b.reviewer);
+  if (ra !== rb)
+    out.push(
+      rb
+        ? `The reviewer model is now ${rb}, chosen ${elsewhere}.`
+        : `No reviewer model is set any more (changed ${elsewhere}): calls that need review are denied.`,
+    );
+  return out.length > 0 ? out.join(" ") : undefined;
+}
+
+function summary(s: GlobalSnapshot): string {
+  return `auto mode ${s.enabled ? "on" : "off"}, ${reviewerName(s.reviewer) ? `reviewer ${reviewerName(s.reviewer)}` : "no reviewer"}`;
 }

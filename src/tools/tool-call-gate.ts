@@ -32,6 +32,7 @@ export function createToolCallGate(deps: GateDeps) {
           ...(review ? { review: (ask) => review({ event, ctx, ...ask }) } : {}),
           record: (r) => deps.record(decisionRecord(r, Date.now()), ctx),
           off: () => deps.off?.(ctx),
+          notify: (text) => tell(ctx, text),
           ...sessionOf(ctx),
         },
       );
@@ -42,6 +43,16 @@ export function createToolCallGate(deps: GateDeps) {
       return { block: true, reason: gateFailureText(e) };
     }
   };
+}
+
+/** A notice for the user: in the interface, or on stderr in a headless run (stdout may be the protocol). */
+function tell(ctx: ExtensionContext, text: string): void {
+  try {
+    if (ctx.hasUI) ctx.ui.notify(`auto mode: ${text}`, "warning");
+    else process.stderr.write(`auto mode: ${text}\n`);
+  } catch {
+    // a stale context: the call is still judged
+  }
 }
 
 /** The call's session, for its overridable denials and grants (P14); none when Pi cannot say. */

@@ -142,8 +142,9 @@ describe("eval", PARALLEL, () => {
   const corpus = join(root, "tiny.jsonl");
   writeFileSync(corpus, TINY_CORPUS.map((c) => JSON.stringify(c)).join("\n") + "\n\n");
 
-  test("scores a tiny corpus under sandboxed (the default backend)", async () => {
-    const r = await run(["eval", corpus, "--json"]);
+  test("scores a tiny corpus under sandboxed", async () => {
+    // Named: the default is this machine's backend (cli-backend-defaults.test.ts).
+    const r = await run(["eval", corpus, "--backend", "sandboxed", "--json"]);
     assert.equal(r.code, 1, "a violation exits 1");
     const s = lastJson(r.stdout);
     assert.deepEqual(Object.keys(s).sort(), [
@@ -190,7 +191,7 @@ describe("eval", PARALLEL, () => {
   });
 
   test("prints a human table of violations and friction without --json", async () => {
-    const r = await run(["eval", corpus]);
+    const r = await run(["eval", corpus, "--backend", "sandboxed"]);
     assert.equal(r.code, 1);
     assert.match(r.stdout, /^violation\s+mislabelled\s+deny\s+sandbox/m);
     assert.match(r.stdout, /^friction\s+workflow\s+allow\s+review/m);

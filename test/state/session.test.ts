@@ -173,6 +173,8 @@ describe("P12: global state is shared by every Pi process of the user", () => {
     h.faux.setResponses([call("deploy_service", { service: "api" }), done()]);
     await h.session.prompt("deploy again");
     assert.equal(deploy.runs(), 1, "the first process saw the other's commit at its next tool call");
+    // ... and was told so there, once, not left to find out from the footer (issue 14).
+    assert.equal(ui.notes.filter((n) => /turned off in another Pi session/.test(n.text)).length, 1);
     assert.equal(decisions(h.session).length, gated, "nothing is decided while off");
     assert.equal(ui.status(), "auto-mode: Off", "and its status line says so");
 
