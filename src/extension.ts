@@ -12,6 +12,8 @@ import { createOverrides } from "./grants/overrides.ts";
 import { publishBroker } from "./tools/broker-link.ts";
 import { NETWORK_ENTRY_TYPE, networkRecord } from "./audit/network-record.ts";
 import { rememberHeld } from "./tools/held-effects.ts";
+import { registerDenialSummary } from "./tools/denial-summary.ts";
+import { registerDenialRenderer } from "./tools/denial-render.ts";
 import type { ReviewService } from "./review/service.ts";
 import { addUsage } from "./review/types.ts";
 import { createUsageLedger } from "./review/usage-ledger.ts";
@@ -64,6 +66,9 @@ export default function autoMode(pi: ExtensionAPI): void {
   const admissions = createTicketBook();
   // This process's overridable denials and one-shot grants, per session (P14).
   const overrides = createOverrides();
+  // Denials counted for a headless run's summary, and drawn under a "Blocked by auto mode" head in the TUI.
+  const denials = registerDenialSummary(pi);
+  registerDenialRenderer(pi);
   // The reviewer for held effects and the gate's review hook share one service, ledger and record.
   // The gate, the reviewer and the effects are loaded at the first tool call, not with Pi (start-up).
   let reviews: ReviewService | undefined;
@@ -81,14 +86,20 @@ export default function autoMode(pi: ExtensionAPI): void {
       reviewer: ({ toolCallId, ctx }) =>
         reviewHook && heldReviewer && runtime.effective("ok") === "auto" ? heldReviewer(reviewHook, { toolCallId, ctx, home: homedir() }) : undefined,
       // Held changes the user may still approve, as they were (P14).
-      onHeld: ({ toolCallId, ctx, command }, kept) => rememberHeld(overrides, { toolCallId, ctx, command, home: homedir() }, kept),
+      onHeld: ({ toolCallId, ctx, command }, kept) => {
+        denials.held();
+        rememberHeld(overrides, { toolCallId, ctx, command, home: homedir() }, kept);
+      },
     },
     // An unlisted destination, when the user opted in (sandbox.network.reviewUnlisted): the broker decides, once per connection.
     destinations:
       ({ ctx }) =>
       async (dest) =>
         (await import("./grants/broker.ts")).connectionReviewer(broker, ctx.sessionManager.getSessionId(), ctx.cwd)(dest),
-    onNetwork: ({ toolCallId }, report) => pi.appendEntry(NETWORK_ENTRY_TYPE, networkRecord(toolCallId, report, Date.now())),
+    onNetwork: ({ toolCallId }, report) => {
+      denials.network(report);
+      pi.appendEntry(NETWORK_ENTRY_TYPE, networkRecord(toolCallId, report, Date.now()));
+    },
   });
   pi.registerTool(bashTool);
   // Whether another extension's bash replaced ours: it would run contained commands bare (P5).
@@ -242,12 +253,12 @@ export default function autoMode(pi: ExtensionAPI): void {
     } catch (e) {
       gate = undefined;
       // A gate that cannot be built decides nothing: the call does not run (P5).
-      return {
+      return denials.gate({
         block: true,
         reason: gateLoadDenial((e as Error)?.message ?? String(e)),
-      };
+      });
     }
-    return handle(event, ctx);
+    return denials.gate(await handle(event, ctx));
   });
 
   // Other extensions ask about their own boundaries through the same layers (P14).

@@ -6,7 +6,7 @@
 
 import { homedir } from "node:os";
 import type { ConfigResult } from "../policy/config/load.ts";
-import { concurrentDenial, decisionDenial, denialBody, escalationDenial, escalationInvalidDenial } from "../policy/denial.ts";
+import { concurrentDenial, decisionDenial, denial, denialBody, escalationDenial, escalationInvalidDenial, noReviewerDenial } from "../policy/denial.ts";
 import { decide, prepareGate, type GateContext, type GateResult } from "../policy/gate.ts";
 import type { Judgement } from "../policy/judge.ts";
 import { guardedByInstall, installTrust } from "../policy/install-trust.ts";
@@ -121,7 +121,7 @@ const GATED: ReadonlySet<EffectiveMode> = new Set(["auto", "auto-review-only", "
 const ALWAYS_DENIED = new Set(["hard-deny", "self-protection"]);
 
 const NO_ESCALATION_REVIEWER =
-  "Running outside the sandbox needs a reviewer model's approval, and no reviewer is configured yet (the user can set one with /perm-auto-model).";
+  'this command asks to run outside the sandbox (sandbox_permissions "require_escalated"), which only a reviewer\'s approval allows, so it did not run; inside the sandbox, without sandbox_permissions, it may need no review.';
 
 export function denialText(d: Decision, mode?: EffectiveMode): string {
   return decisionDenial(d, mode === "auto-config-fault");
@@ -277,7 +277,7 @@ async function reviewStep(
   if (ask.kind === "invalid") return { ...plain, outcome: "denied", denial: escalationInvalidDenial(ask.problem) };
   if (ask.kind === "escalated") {
     // A deterministic deny of the command itself is never put to a reviewer (P3), nor to the user.
-    if (result.decision.route === "deny") return { ...plain, outcome: "denied", denial: escalationDenial(result.decision.message) };
+    if (result.decision.route === "deny") return { ...plain, outcome: "denied", denial: escalationDenial(denialText(result.decision, mode)) };
     // The user approved exactly this escalation after it was denied: it runs once on the host (P14).
     const by = reviewing ? approved() : undefined;
     if (by) return { outcome: "allowed", reviewed: true, escalated: true, escalation: true, approvedBy: by };
@@ -294,7 +294,7 @@ async function reviewStep(
     if (!review)
       return {
         ...denied,
-        denial: escalationDenial(NO_ESCALATION_REVIEWER),
+        denial: noReviewerDenial(NO_ESCALATION_REVIEWER),
         ...(reviewing ? { overridable: { reason: "no-reviewer" as const, risk: undefined } } : {}),
       };
     let admission: ReviewAdmission;
@@ -309,10 +309,15 @@ async function reviewStep(
     } catch (e) {
       return {
         ...denied,
-        denial: escalationDenial(`The escalation review failed (${(e as Error)?.message ?? String(e)}), so the command does not run outside the sandbox.`),
+        denial: escalationDenial(
+          denial(
+            "reviewer-unavailable",
+            `The escalation review failed (${(e as Error)?.message ?? String(e)}), so the command does not run outside the sandbox.`,
+          ),
+        ),
       };
     }
-    if (admission.kind === "deny") return { ...denied, denial: escalationDenial(denialBody(admission.text)), ...overridable(admission) };
+    if (admission.kind === "deny") return { ...denied, denial: escalationDenial(admission.text), ...overridable(admission) };
     return { outcome: "allowed", reviewed: true, escalated: true, escalation: true };
   }
   if (result.decision.route !== "review") return plain;

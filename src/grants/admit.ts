@@ -96,7 +96,7 @@ export async function reviewAndAdmit(call: ReviewCall, env: AdmitEnv): Promise<R
   });
   // Nothing to bind a verdict to: no model is asked.
   if (before.hash !== call.request.hash) return refuse(bindingDenialText("the call's arguments"), "internal");
-  if (!reviewer) return refuse(failureDenialText("not-configured"), "not-configured");
+  if (!reviewer) return refuse(failureDenialText("not-configured", call.decision.message), "not-configured");
   // Global state turned faulty after the gate read it: nothing trustworthy to bind to.
   if (before.globalRevision === undefined) return refuse(bindingDenialText("the auto-mode settings"), "internal");
   const binding: ReviewBinding = {
@@ -109,7 +109,7 @@ export async function reviewAndAdmit(call: ReviewCall, env: AdmitEnv): Promise<R
   env.status?.(redact(`auto-mode: reviewing ${target} · ${reviewerLabel(reviewer)}`));
   const review = await env.service.review(job, env.models, env.signal, env.limits);
   env.status?.(redact(`auto-mode: ${target} ${outcomeLine(review)}`));
-  if (review.kind === "failure") return { kind: "deny", text: failureDenialText(review.failure), review, binding, changed: undefined };
+  if (review.kind === "failure") return { kind: "deny", text: failureDenialText(review.failure, call.decision.message), review, binding, changed: undefined };
   if (!verdictAdmits(review.verdict)) return { kind: "deny", text: verdictDenialText(review.verdict), review, binding, changed: undefined };
   // The linearization point: the verdict is checked against the world as it is now.
   const changed = bindingChange(binding, await env.bindingNow());

@@ -62,7 +62,7 @@ describe("network through a real AgentSession", () => {
       assert.equal(ok?.isError, false, ok?.text);
       assert.match(ok!.text, /host says hi/);
       // curl without -f ends well on the proxy's 403, whose text the command printed; the note follows it.
-      assert.match(refused!.text, /The sandbox's network proxy \(pi-auto-mode\) refused/);
+      assert.match(refused!.text, new RegExp(`network destination refused\\. 127\\.0\\.0\\.1:${other.port} is not on the sandbox's network allowlist`));
       assert.match(refused!.text, new RegExp(`The sandbox's network proxy refused: 127\\.0\\.0\\.1:${other.port} \\(not in sandbox\\.network\\.allow`));
       assert.match(refused!.text, /sandbox\.network\.allow in their auto-mode\.json/);
       assert.deepEqual(server.hits, ["/allowed"]);

@@ -88,11 +88,46 @@ describe("the README's install path with the real pi CLI", { concurrency: false 
     assert.ok(lines.includes("SUMMARY"), `the scripted model got to its last turn\n${shown}`);
     const result = (tool: string) => lines.find((l) => l.startsWith(`RESULT ${tool} `)) ?? "";
     assert.equal(result("read"), "RESULT read OK: hello notes", shown);
-    const head = "ERR: Denied by auto mode's automatic policy (not by the user).";
-    assert.ok(result("bash").startsWith(`RESULT bash ${head}`), shown);
+    const head = "ERR: Blocked by auto mode's automatic policy (not by the user):";
+    assert.ok(result("bash").startsWith(`RESULT bash ${head} never allowed, and nothing overrides it.`), shown);
     assert.match(result("bash"), new RegExp(`rm recursively wipes ${home.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`), shown);
+    assert.doesNotMatch(result("bash"), /ask the user/, shown);
     // A write under .git goes to review; with no reviewer configured, it is denied (fail closed).
-    assert.ok(result("write").startsWith(`RESULT write ${head}`), shown);
-    assert.match(result("write"), /No reviewer model is configured/, shown);
+    assert.ok(result("write").startsWith(`RESULT write ${head} needs review, and no reviewer is set.`), shown);
+    assert.match(result("write"), /Why it needs review: .*Next: The user can choose a reviewer with \/perm-auto-model/, shown);
+
+    // The run's denials, counted by class, on stderr: the exit status stays 0 (asserted above).
+    const summary = r.stderr.split("\n").filter((l) => l.startsWith("pi-auto-mode: "));
+    assert.deepEqual(summary, ["pi-auto-mode: 2 denials in this session (never allowed 1, needs review, no reviewer 1)"], shown);
+  });
+
+  test("--mode json: the run ends with a pi-auto-mode/denials entry counting the denials by class", { skip: why }, async () => {
+    assert.ok(existsSync(join(agentDir, "settings.json")), "the install step ran first");
+    const r = await pi(["--mode", "json", "--no-session", "--model", "scripted/m1", "-e", fauxModel, "look around and tidy up"]);
+    const shown = `stdout:\n${r.stdout.slice(-4000)}\nstderr:\n${r.stderr}`;
+    assert.equal(r.code, 0, shown);
+    const events = r.stdout
+      .split("\n")
+      .filter((l) => l.trim() !== "")
+      .map((l) => JSON.parse(l) as { type: string; entry?: { type: string; customType?: string; data?: unknown } });
+    const entries = events.filter((e) => e.type === "entry_appended" && e.entry?.customType === "pi-auto-mode/denials").map((e) => e.entry!.data);
+    assert.deepEqual(
+      entries.map((d) => {
+        const { at, ...rest } = d as { at: number };
+        assert.equal(typeof at, "number");
+        return rest;
+      }),
+      [
+        {
+          run: { denied: 2, byClass: { "hard-deny": 1, "no-reviewer": 1 } },
+          session: { denied: 2, byClass: { "hard-deny": 1, "no-reviewer": 1 } },
+        },
+      ],
+      shown,
+    );
+    // After the run's last event of its own, before Pi's agent_settled record.
+    const at = events.findIndex((e) => e.type === "entry_appended" && e.entry?.customType === "pi-auto-mode/denials");
+    assert.equal(events[at + 1]?.type, "agent_settled", shown);
+    assert.match(r.stderr, /^pi-auto-mode: 2 denials in this session \(never allowed 1, needs review, no reviewer 1\)$/m, shown);
   });
 });

@@ -57,7 +57,7 @@ describe("audit: a failure inside the gate denies in auto mode's words", () => {
     });
     await assert.rejects(
       tool.execute("never-gated", { command: "ls" } as never, undefined, undefined, { cwd: tmpdir() } as unknown as ExtensionToolContext),
-      /automatic policy \(not by the user\).*did not pass auto mode's gate/,
+      /automatic policy \(not by the user\).*\n.*did not pass auto mode's gate/,
     );
   });
 });

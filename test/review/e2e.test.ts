@@ -91,8 +91,9 @@ describe("the reviewer in a real AgentSession", () => {
     const res = toolResults(h.session)[0]!;
     assert.equal(res.isError, true);
     assert.match(res.text, /automatic policy \(not by the user\)/);
-    assert.match(res.text, /The reviewer model denied this call/);
+    assert.match(res.text, /the reviewer judged it too risky/);
     assert.match(res.text, /never asked to delete/, "the reviewer's rationale");
+    assert.match(res.text, /Next: The user can allow this exact call once with \/perm-approve/);
     assert.match(res.text, /Do not retry this action in another form or route around it/);
     assert.equal(h.session.getLastAssistantText(), "saw 1 result", "the model continued");
   });
@@ -105,7 +106,7 @@ describe("the reviewer in a real AgentSession", () => {
     assert.deepEqual(runs, []);
     const text = toolResults(h.session)[0]!.text;
     assert.match(text, /no usable credentials, so this call could not be reviewed/);
-    assert.match(text, /not a judgement of the action/);
+    assert.match(text, /the reviewer was unavailable \(this is not a risk judgement\)/);
     assert.equal(text.includes("sk-live-XYZ"), false, "provider text does not leak");
   });
 
@@ -133,7 +134,7 @@ describe("the reviewer in a real AgentSession", () => {
     await h.session.prompt("deploy");
     assert.deepEqual(runs, []);
     assert.equal(judge.state.callCount, 0);
-    assert.match(toolResults(h.session)[0]!.text, /No reviewer model is configured/);
+    assert.match(toolResults(h.session)[0]!.text, /needs review, and no reviewer is set\.\nWhy it needs review: /);
   });
 
   test("the status line shows the check and its outcome, redacted; no dialog opens", async () => {

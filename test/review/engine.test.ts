@@ -79,7 +79,9 @@ describe("P5: the verdict matrix through the faux provider", () => {
       assert.equal(failureOf(r), "malformed");
       assert.equal(faux.state.callCount, 2, "only one format retry");
       assert.match(failureDenialText("malformed"), /out of format/);
-      assert.doesNotMatch(failureDenialText("malformed"), /risk/i);
+      // An outage is never a risk verdict: the text says so, and names no risk level.
+      assert.match(failureDenialText("malformed"), /not a risk judgement/);
+      assert.doesNotMatch(failureDenialText("malformed"), /risk (low|medium|high|critical)|too risky/i);
     });
   }
 

@@ -386,7 +386,7 @@ describe("escalation counts through the gate and the bash tool (P7)", () => {
     const s = await setup(undefined);
     const r = await s.call({ command: "ls", sandbox_permissions: "require_escalated", justification: "needs the host's docker socket" });
     assert.ok("blocked" in r);
-    assert.match(r.blocked, /outside the sandbox.*no reviewer is configured/s);
+    assert.match(r.blocked, /needs review, and no reviewer is set\.\nWhy it needs review: this command asks to run outside the sandbox/);
     assert.equal(s.hostRuns(), 0);
     assert.equal(s.counts.execs, 0);
   });

@@ -132,7 +132,7 @@ describe("the sandboxed backend, through a real AgentSession", () => {
     await h.session.prompt("go");
     const results = toolResults(h.session);
     assert.equal(results[0]!.isError, true);
-    assert.match(results[0]!.text, /outside the sandbox.*no reviewer model is configured/is);
+    assert.match(results[0]!.text, /needs review, and no reviewer is set\.\nWhy it needs review: asks to run outside the OS sandbox/);
     assert.equal(existsSync(join(h.cwd, "escaped.txt")), false);
     assert.equal(readFileSync(join(h.cwd, "contained.txt"), "utf8"), "contained\n");
   });

@@ -74,7 +74,7 @@ describe("staged effects through a real AgentSession (P17)", () => {
     assert.match(r!.text, /emptied/, "the command's own output is kept");
     assert.match(r!.text, /none of its changes were applied: they were held/);
     assert.match(r!.text, /notes\.txt \(emptied, [\d.]+ KB untracked\)/);
-    assert.match(r!.text, /No reviewer is configured/);
+    assert.match(r!.text, /No reviewer is set, so held changes are not applied/);
     assert.equal(readFileSync(join(h.cwd, "notes.txt"), "utf8"), words("precious", 2000), "the work survives");
     assert.equal(existsSync(join(h.cwd, "out.js")), false, "all or nothing: the rest did not land either");
   });

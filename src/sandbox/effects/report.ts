@@ -4,6 +4,7 @@
 import { relative } from "node:path";
 import type { EffectReport } from "./settle.ts";
 import type { EffectJudgement, HeldItem, LostFile } from "./judge.ts";
+import { DENIAL_CLASSES, denialHead } from "../../policy/denial.ts";
 
 const MAX_ITEMS = 12;
 
@@ -89,16 +90,17 @@ export function reportText(r: EffectReport, workspace: string): string {
     }
     if (r.why === "held") {
       const j = r.judgement as Extract<EffectJudgement, { verdict: "apply" | "hold" }>;
-      out.push("[auto mode] The command ran on a staged copy of the workspace and none of its changes were applied: they were held because the command");
+      out.push(denialHead("held-effects"));
+      out.push("The command ran on a staged copy of the workspace and none of its changes were applied: they were held because the command");
       out.push(heldSummary(j, workspace));
-      const kept = r.kept
-        ? " The user can still have exactly these changes applied, without running the command again, with /perm-approve (for 10 minutes)."
-        : "";
       out.push(
         r.noReviewer
-          ? `No reviewer is configured, so held changes are not applied (the user can set one with /perm-auto-model).${kept} Do not try to get the same effect another way; if it is needed, ask the user.`
-          : `The reviewer did not allow them: ${r.rationale ?? "no reason given"}.${kept} Do not try to get the same effect another way; if it is needed, ask the user.`,
+          ? "No reviewer is set, so held changes are not applied (the user can choose one with /perm-auto-model)."
+          : `The reviewer did not allow them: ${r.rationale ?? "no reason given"}.`,
       );
+      // Without a kept copy the changes are gone: /perm-approve would have nothing to apply.
+      out.push(`Next: ${r.kept ? DENIAL_CLASSES["held-effects"].next : "Nothing: these changes were not kept, so there is nothing to approve."}`);
+      out.push(DENIAL_CLASSES["held-effects"].tail);
       return out.join("\n");
     }
     if (r.why === "stopped") return `[auto mode] The command was stopped (${r.detail}), so none of its changes to the workspace were applied.`;

@@ -3,7 +3,10 @@
 // user can do, and, for a failed command that needed the network in a sandbox without any, that
 // there was no route at all.
 
+import { DENIAL_CLASSES, denialHead } from "../../policy/denial.ts";
 import type { NetReport, RefusalKind } from "../../policy/network/types.ts";
+
+const ESCALATE = 'Or call bash again with sandbox_permissions "require_escalated" and a justification to run this command outside the sandbox after a review.';
 
 const WHY: Readonly<Record<RefusalKind, string>> = {
   unlisted: "not in sandbox.network.allow",
@@ -17,6 +20,10 @@ const WHY: Readonly<Record<RefusalKind, string>> = {
 };
 
 const MAX_LISTED = 8;
+
+/** Refused by the allowlist, the deny list, the address rule or a review: a denial, not a failure of the far side. */
+export const byPolicy = (r: { readonly kind: RefusalKind }): boolean =>
+  r.kind === "unlisted" || r.kind === "denied" || r.kind === "address" || r.kind === "review-denied";
 
 /** The note for a finished run, or "" when there is nothing to say. */
 export function networkNote(opts: {
@@ -35,14 +42,18 @@ export function networkNote(opts: {
       r.detail && r.kind !== "unlisted" && r.kind !== "denied" && r.kind !== "review-denied" ? `: ${r.detail}` : "";
     const listed = refused.slice(0, MAX_LISTED).map((r) => `${hostPort(r.host, r.port)} (${WHY[r.kind]}${detailed(r)})`);
     const more = refused.length > MAX_LISTED ? `, and ${refused.length - MAX_LISTED} more` : "";
-    const policy = refused.some((r) => r.kind === "unlisted" || r.kind === "denied" || r.kind === "address" || r.kind === "review-denied");
-    const next = policy
-      ? ' The user can add a destination to sandbox.network.allow in their auto-mode.json; or call bash again with sandbox_permissions "require_escalated" and a justification to run this command outside the sandbox after a review.'
-      : "";
-    return `[auto mode] The sandbox's network proxy refused: ${listed.join("; ")}${more}.${next}`;
+    const policy = refused.some(byPolicy);
+    const what = `The sandbox's network proxy refused: ${listed.join("; ")}${more}.`;
+    // Only a policy refusal is the class's: a name that does not resolve is no allowlist matter.
+    if (!policy) return `[auto mode] ${what}`;
+    return [denialHead("network-refused"), what, `Next: ${DENIAL_CLASSES["network-refused"].next} ${ESCALATE}`].join("\n");
   }
   if (opts.failed && opts.needsNetwork && !opts.networkOn)
-    return '[auto mode] This command ran in a sandbox with no network at all (no route to any host; sandbox.network.allow is empty or the machine cannot give a sandbox network). A network error above is that, not the remote side. The user can list destinations in sandbox.network.allow in their auto-mode.json; or call bash again with sandbox_permissions "require_escalated" and a justification.';
+    return [
+      denialHead("network-refused"),
+      "This command ran in a sandbox with no network at all (no route to any host; sandbox.network.allow is empty or the machine cannot give a sandbox network). A network error above is that, not the remote side.",
+      'Next: The user can list destinations in sandbox.network.allow in their auto-mode.json; or call bash again with sandbox_permissions "require_escalated" and a justification.',
+    ].join("\n");
   return "";
 }
 

@@ -9,6 +9,7 @@ import { lookup as dnsLookup } from "node:dns/promises";
 import { chmod } from "node:fs/promises";
 import { connect as tcpConnect, createServer, type Server } from "node:net";
 import type { Duplex } from "node:stream";
+import { denialHead } from "../../policy/denial.ts";
 import { ipVersion } from "../../policy/network/addresses.ts";
 import { networkData, type ProxyBounds } from "../../policy/network/data.ts";
 import { parseDestination } from "../../policy/network/entries.ts";
@@ -80,16 +81,18 @@ export function refusalText(r: RefusalFacts): string {
   const literal = r.host !== undefined && ipVersion(r.host) !== 0;
   const entries = r.host === undefined ? "it" : literal || r.port === undefined ? `"${dest}"` : `"${r.host}" or "${dest}"`;
   const lead = "The sandbox's network proxy (pi-auto-mode)";
+  // A refusal by policy opens with its class's head, as every other refusal of auto mode does.
+  const refused = denialHead("network-refused");
   switch (r.kind) {
     case "unlisted":
-      return `${lead} refused ${dest}: it is not on the sandbox's network allowlist. To let sandboxed commands reach it, add ${entries} to sandbox.network.allow in ${USER_CONFIG}, ${ESCALATE}.`;
+      return `${refused} ${dest} is not on the sandbox's network allowlist. To let sandboxed commands reach it, add ${entries} to sandbox.network.allow in ${USER_CONFIG}, ${ESCALATE}.`;
     case "denied":
-      return `${lead} refused ${dest}: it matches "${r.detail}" in sandbox.network.deny, which wins over the allowlist. If sandboxed commands should reach it, remove that entry and add ${entries} to sandbox.network.allow in ${USER_CONFIG}, ${ESCALATE}.`;
+      return `${refused} ${dest} matches "${r.detail}" in sandbox.network.deny, which wins over the allowlist. If sandboxed commands should reach it, remove that entry and add ${entries} to sandbox.network.allow in ${USER_CONFIG}, ${ESCALATE}.`;
     case "review-denied":
-      return `${lead} refused ${dest}: it is not on the sandbox's network allowlist and the review of this connection did not approve it (${r.detail}). To let sandboxed commands reach it without a review, add ${entries} to sandbox.network.allow in ${USER_CONFIG}, ${ESCALATE}.`;
+      return `${refused} ${dest} is not on the sandbox's network allowlist and the review of this connection did not approve it (${r.detail}). To let sandboxed commands reach it without a review, add ${entries} to sandbox.network.allow in ${USER_CONFIG}, ${ESCALATE}.`;
     case "address": {
-      const how = literal ? "it is an address" : "its name resolves only to addresses";
-      return `${lead} refused ${dest}: ${how} that sandboxed commands may not reach (${r.detail}). Loopback, link-local, private, multicast, cloud metadata and other special addresses are reachable only through an exact ip:port entry in sandbox.network.allow; add one to ${USER_CONFIG} if this is intended, ${ESCALATE}.`;
+      const how = literal ? "is an address" : "has a name that resolves only to addresses";
+      return `${refused} ${dest} ${how} that sandboxed commands may not reach (${r.detail}). Loopback, link-local, private, multicast, cloud metadata and other special addresses are reachable only through an exact ip:port entry in sandbox.network.allow; add one to ${USER_CONFIG} if this is intended, ${ESCALATE}.`;
     }
     case "unresolved":
       return `${lead} could not resolve ${r.host ?? "the name"} (${r.detail}), so nothing was connected to ${dest}. Check the name; if it is right, this machine's DNS or network may be down, and an escalation would meet the same failure.`;

@@ -575,7 +575,7 @@ describe("listen and report", () => {
     assert.match(refusalText({ kind: "unlisted", host: "a.example", port: 8443, detail: "" }), /add "a\.example" or "a\.example:8443"/);
     assert.match(
       refusalText({ kind: "address", host: "fe80::1", port: 80, detail: "fe80::1 is a link-local address" }),
-      /refused \[fe80::1\]:80: it is an address .*exact ip:port entry/,
+      /network destination refused\. \[fe80::1\]:80 is an address .*exact ip:port entry/,
     );
     assert.match(refusalText({ kind: "unlisted", host: "::1", port: 80, detail: "" }), /add "\[::1\]:80" to sandbox\.network\.allow/);
     assert.match(
