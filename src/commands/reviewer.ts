@@ -81,6 +81,12 @@ export async function validateReviewer(catalog: ReviewerCatalog, provider: strin
   return { ok: true, reviewer: { provider, model: modelId, thinking: level } };
 }
 
+/** What a saved reviewer means: which model, and that every Pi of this user now uses it. */
+export function reviewerSavedText(reviewer: ReviewerId | undefined, location: string): string {
+  const which = reviewer ? `${reviewer.provider}/${reviewer.model} (thinking ${reviewer.thinking})` : "none";
+  return `Reviewer saved: ${which}. This setting is global: every Pi session of this user uses it, those already running included, until it is changed (stored in ${location}). This runtime is now in auto mode`;
+}
+
 export interface ReviewerCommandDeps extends CommandDeps {
   readonly runtime: RuntimeState;
   /** Abort pending reviews: their verdicts would be bound to the old reviewer. */
@@ -165,14 +171,16 @@ export function registerReviewerCommand(pi: ExtensionAPI, deps: ReviewerCommandD
       }
       const result = await deps.runtime.global.setReviewer(valid.reviewer);
       deps.onReviewerChange("the reviewer model changed");
-      const m = commitMessage(
-        result,
-        (s) => `Reviewer set to ${s.reviewer?.provider}/${s.reviewer?.model} (thinking ${s.reviewer?.thinking}) for every Pi of this user`,
-        deps.runtime.global.location,
-      );
+      const m = commitMessage(result, (s) => reviewerSavedText(s.reviewer, deps.runtime.global.location), deps.runtime.global.location);
+      if (result.kind !== "committed") {
+        say(ctx, m.text, m.level);
+        deps.refresh(ctx);
+        return;
+      }
+      // setMode announces the mode; the confirmation goes last, because the TUI shows one status
+      // line at a time and the next one replaces it: said first, it was gone at once.
+      setMode(pi, deps, ctx, "auto");
       say(ctx, m.text, m.level);
-      if (result.kind === "committed") setMode(pi, deps, ctx, "auto");
-      else deps.refresh(ctx);
     },
   });
 }
