@@ -294,7 +294,8 @@ async function reviewStep(
     if (!review)
       return {
         ...denied,
-        denial: noReviewerDenial(NO_ESCALATION_REVIEWER),
+        // Not reviewing here (a configuration fault) is no want of a reviewer: say what it is.
+        denial: reviewing ? noReviewerDenial(NO_ESCALATION_REVIEWER) : denialText(escalationDecision(result.decision, ask.justification), mode),
         ...(reviewing ? { overridable: { reason: "no-reviewer" as const, risk: undefined } } : {}),
       };
     let admission: ReviewAdmission;
