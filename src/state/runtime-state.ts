@@ -82,30 +82,33 @@ export function createRuntimeState(global: GlobalStateStore, backend: () => Back
 
 const reviewerName = (r: GlobalSnapshot["reviewer"]) => (r ? `${r.provider}/${r.model} (thinking ${r.thinking})` : undefined);
 
-/** One notice for what differs between two reads of the global state, or undefined when nothing the user chose did. */
+/**
+ * One notice for what differs between two reads of the global state, or undefined when nothing the
+ * user chose did. Worded to follow "auto mode: ", as the edge shows it.
+ */
 export function describeGlobalChange(before: GlobalRead, now: GlobalRead): string | undefined {
   const elsewhere = "in another Pi session of this user";
   if (now.kind === "fault")
     return before.kind === "fault"
       ? undefined
-      : `Auto mode's global state was found damaged (${now.fault.detail}): until /perm-repair, every call that needs review or the sandbox is denied.`;
-  if (before.kind === "fault") return `Auto mode's global state was repaired ${elsewhere}: ${summary(now.snapshot)}.`;
+      : `its global state was found damaged (${now.fault.detail}): until /perm-repair, every call that needs review or the sandbox is denied.`;
+  if (before.kind === "fault") return `its global state was repaired ${elsewhere}: ${summary(now.snapshot)}.`;
   const out: string[] = [];
   const a = before.snapshot;
   const b = now.snapshot;
   if (a.enabled !== b.enabled)
     out.push(
       b.enabled
-        ? `Auto mode was turned on ${elsewhere}: every tool call is checked again.`
-        : `Auto mode was turned off ${elsewhere}: tool calls are no longer checked, except the hard denies (wiping your home or a disk, auto mode's own files), which stay denied. /perm-enabled on turns it back on for every session.`,
+        ? `turned on ${elsewhere}: every tool call is checked again.`
+        : `turned off ${elsewhere}: tool calls are no longer checked, except the hard denies (wiping your home or a disk, auto mode's own files), which stay denied. /perm-enabled on turns it back on for every session.`,
     );
   const ra = reviewerName(a.reviewer);
   const rb = reviewerName(b.reviewer);
   if (ra !== rb)
     out.push(
       rb
-        ? `The reviewer model is now ${rb}, chosen ${elsewhere}.`
-        : `No reviewer model is set any more (changed ${elsewhere}): calls that need review are denied.`,
+        ? `the reviewer model is now ${rb}, chosen ${elsewhere}.`
+        : `no reviewer model is set any more (changed ${elsewhere}): calls that need review are denied.`,
     );
   return out.length > 0 ? out.join(" ") : undefined;
 }

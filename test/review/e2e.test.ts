@@ -282,14 +282,14 @@ describe("commands: /perm-auto-model and /perm auto", () => {
     assert.deepEqual(await processGlobalState(h.agentDir).read(), before);
   });
 
-  test("/perm auto without a reviewer is refused and leaves the mode unchanged", async () => {
+  test("/perm auto without a reviewer switches back to auto (issue 14: auto without a reviewer is a real mode)", async () => {
     const { h } = await world({ reviewer: false });
     await h.session.prompt("/perm unrestricted");
     await h.session.prompt("/perm auto");
     const modes = h.session.sessionManager
       .getEntries()
       .flatMap((e) => (e.type === "custom" && e.customType === "pi-auto-mode/mode" ? [(e.data as { mode: string }).mode] : []));
-    assert.equal(modes.at(-1), "unrestricted");
+    assert.equal(modes.at(-1), "auto");
   });
 
   test("/perm auto with a reviewer works", async () => {
