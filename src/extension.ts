@@ -26,6 +26,7 @@ import { createRuntimeState } from "./state/runtime-state.ts";
 import { MODE_ENTRY_TYPE, restoredMode, type ModeEntry } from "./state/session.ts";
 import { createCallsInFlight } from "./grants/concurrent-calls.ts";
 import { showStatus } from "./ui/status.ts";
+import { createCheckWidget } from "./ui/check-widget.ts";
 import { createSandboxedBashTool, isActiveBash } from "./tools/bash.ts";
 import { createTicketBook } from "./grants/tickets.ts";
 import { sharedController } from "./sandbox/controller.ts";
@@ -130,7 +131,8 @@ export default function autoMode(pi: ExtensionAPI): void {
     const trust = trustIn(ctx);
     // The footer says why the sandbox is unavailable, not only that it is (P16), and why a copy the agent can write gates only reads.
     const why = trust.kind === "writable" ? installLine(trust) : runtime.effective(health) === "auto-sandbox-unavailable" ? backendReason() : undefined;
-    showStatus(ctx.ui, why ? `${label} — ${why}` : label);
+    const g = runtime.global.peek();
+    showStatus(ctx, { mode: runtime.effective(health), label, why, reviewer: g.kind === "fault" ? undefined : g.snapshot.reviewer });
   };
   // A sandbox failure during a command changes the backend: the footer follows at once.
   const unsubscribe = sandbox.subscribe(() => {
@@ -140,6 +142,9 @@ export default function autoMode(pi: ExtensionAPI): void {
       // a stale context after shutdown: nothing to show it on
     }
   });
+
+  // The check above the editor: a review while it runs, then its outcome, or the last denial.
+  const checks = createCheckWidget();
 
   const customEntries = (ctx: ExtensionContext) =>
     ctx.sessionManager.getBranch().flatMap((e) => (e.type === "custom" ? [{ customType: e.customType, data: e.data }] : []));
@@ -159,6 +164,7 @@ export default function autoMode(pi: ExtensionAPI): void {
     const { repairStaging } = await import("./sandbox/effects/repair.ts");
     await repairStaging(getAgentDir(), ctx.cwd, (text) => (ctx.hasUI ? ctx.ui.notify(text, "warning") : process.stderr.write(`${text}\n`)));
     sandbox.attach(sandboxOwner);
+    checks.clear(ctx);
     refresh(ctx);
     const trust = trustIn(ctx);
     if (trust.kind === "writable" && !trust.optedIn && ctx.hasUI) ctx.ui.notify(`auto mode: ${installLine(trust)}`, "warning");
@@ -183,9 +189,11 @@ export default function autoMode(pi: ExtensionAPI): void {
   const inFlight = createCallsInFlight();
   pi.on("tool_execution_end", (event) => inFlight.finish(event.toolCallId));
   // A new user turn: the per-turn breaker starts closed again (P13); nothing of the last run still runs.
-  pi.on("agent_start", () => {
+  pi.on("agent_start", (_e, ctx) => {
     reviews?.newTurn();
     inFlight.clear();
+    // The user's new prompt: the last run's check is history (its entry stays in the session).
+    checks.clear(ctx);
   });
   // Reviewer usage joins the tool result Pi keeps (also for blocked calls), so session totals stay true.
   pi.on("message_end", (event) => {
@@ -201,7 +209,7 @@ export default function autoMode(pi: ExtensionAPI): void {
     reviews?.abortAll("the session is shutting down");
     ledger.clear();
     inFlight.clear();
-    if (ctx.hasUI) ctx.ui.setStatus("auto-mode-review", undefined);
+    checks.clear(ctx);
     unsubscribe();
     lastCtx = undefined;
     // The last session of the process drains the sandbox: running commands end, placeholders go.
@@ -209,6 +217,7 @@ export default function autoMode(pi: ExtensionAPI): void {
   });
   pi.on("session_tree", (_e, ctx) => {
     runtime.bump();
+    checks.clear(ctx);
     // The branch now shown may end in another mode's entry (an `unrestricted` this runtime later
     // left, or one of an older runtime): a reload would restore that. Record the mode this runtime
     // is in on the new branch, so only it can come back (P2).
@@ -226,12 +235,13 @@ export default function autoMode(pi: ExtensionAPI): void {
     ]);
     reviews ??= createReviewService();
     heldReviewer = review.heldEffectsReviewer;
-    reviewHook = review.createReviewHook({ runtime, service: reviews, ledger, record: (r) => pi.appendEntry(review.REVIEW_ENTRY_TYPE, r) });
+    reviewHook = review.createReviewHook({ runtime, service: reviews, ledger, checks, record: (r) => pi.appendEntry(review.REVIEW_ENTRY_TYPE, r) });
     return createToolCallGate({
       runtime,
       agentDir: getAgentDir,
       record: (r, ctx) => {
         pi.appendEntry(DECISION_ENTRY_TYPE, r);
+        checks.settle(ctx, r);
         refresh(ctx);
       },
       review: reviewHook,
@@ -247,6 +257,7 @@ export default function autoMode(pi: ExtensionAPI): void {
     });
   };
   pi.on("tool_call", async (event, ctx) => {
+    checks.noteCall(event.toolCallId, event.toolName, event.input);
     let handle: Awaited<ReturnType<typeof buildGate>>;
     try {
       handle = await (gate ??= buildGate());

@@ -1,7 +1,7 @@
 // The Pi edge of the reviewer: what the tool-call gate hands to review/ for a call routed to
 // `review`. Reads the session transcript, Pi's model registry and the abort signal from the
 // context, re-reads the binding facts right before admission, shows the current check in the
-// status line, owes the reviewer's usage to the call's result, and keeps a redacted record.
+// check widget, owes the reviewer's usage to the call's result, and keeps a redacted record.
 
 import type { ExtensionContext, ToolCallEvent } from "@earendil-works/pi-coding-agent";
 import type { HeldReviewer } from "../sandbox/effects/settle.ts";
@@ -10,19 +10,29 @@ import { buildRequest } from "../request/canonical.ts";
 import type { GateResult } from "../policy/gate.ts";
 import type { Decision } from "../policy/types.ts";
 import type { CanonicalRequest } from "../request/canonical.ts";
-import { reviewAndAdmit, type ReviewAdmission } from "../grants/admit.ts";
+import { reviewAndAdmit, targetSummary, type ReviewAdmission } from "../grants/admit.ts";
 import { PROMPT_SHA256 } from "../review/prompt.ts";
 import type { EngineLimits } from "../review/engine.ts";
 import type { ReviewService } from "../review/service.ts";
 import { transcriptFromEntries } from "../review/transcript.ts";
-import { ZERO_USAGE, type FailureClass, type ReviewerId, type ReviewUsage, type Verdict } from "../review/types.ts";
+import {
+  reviewerLabel,
+  verdictAdmits,
+  ZERO_USAGE,
+  type FailureClass,
+  type ReviewerId,
+  type ReviewResult,
+  type ReviewUsage,
+  type Verdict,
+} from "../review/types.ts";
 import type { UsageLedger } from "../review/usage-ledger.ts";
 import { piReviewerModels } from "./reviewer-models.ts";
 import { readEnabled, readRevision } from "../state/global.ts";
 import type { RuntimeState } from "../state/runtime-state.ts";
+import type { CheckWidget } from "../ui/check-widget.ts";
+import type { Decided, ReviewSummary } from "../ui/checks.ts";
 
 export const REVIEW_ENTRY_TYPE = "pi-auto-mode/review";
-export const REVIEW_STATUS_KEY = "auto-mode-review";
 
 /** The redacted record of one review, kept as a custom session entry (never sent to the model). */
 export interface ReviewRecord {
@@ -63,15 +73,31 @@ export interface ReviewHookDeps {
   readonly service: ReviewService;
   readonly ledger: UsageLedger;
   readonly record: (r: ReviewRecord) => void;
+  /** Shows the review while it runs and its outcome (the TUI's check widget). */
+  readonly checks?: CheckWidget;
 }
 
 export function createReviewHook(deps: ReviewHookDeps): ReviewHook {
-  // A newer check replaces the status line; an older one finishing later must not overwrite it.
-  let latest = 0;
   return async ({ event, ctx, request, decision, rejudge, limits }) => {
-    const mine = ++latest;
-    const status = (text: string) => {
-      if (ctx.hasUI && mine === latest) ctx.ui.setStatus(REVIEW_STATUS_KEY, text);
+    // The widget shows a review from the moment the model is asked, not for a call refused before
+    // (no reviewer, a changed binding): the gate's record shows those as denials.
+    let check: number | undefined;
+    const service: ReviewService = {
+      limits: deps.service.limits,
+      review: (job, models, signal, overrides) => {
+        if (deps.checks && job.reviewer)
+          check = deps.checks.beginReview(ctx, event.toolCallId, {
+            subject: targetSummary(request),
+            route: decision.route,
+            reason: decision.reason,
+            reviewer: reviewerLabel(job.reviewer),
+          });
+        return deps.service.review(job, models, signal, overrides);
+      },
+      abortAll: (reason) => deps.service.abortAll(reason),
+      newTurn: () => deps.service.newTurn(),
+      breaker: () => deps.service.breaker(),
+      pending: () => deps.service.pending(),
     };
     const admission = await reviewAndAdmit(
       {
@@ -82,10 +108,9 @@ export function createReviewHook(deps: ReviewHookDeps): ReviewHook {
         transcript: transcriptFromEntries(ctx.sessionManager.getBranch()),
       },
       {
-        service: deps.service,
+        service,
         models: piReviewerModels(ctx.modelRegistry),
         signal: ctx.signal,
-        status,
         ...(limits ? { limits } : {}),
         bindingNow: async () => {
           const g = await deps.runtime.global.read();
@@ -102,6 +127,7 @@ export function createReviewHook(deps: ReviewHookDeps): ReviewHook {
       },
     );
     const review = admission.review;
+    if (check !== undefined && review) deps.checks?.endReview(ctx, check, reviewedCheck(admission, review, decision));
     if (review) deps.ledger.add(event.toolCallId, review.usage);
     deps.record({
       toolCallId: event.toolCallId,
@@ -121,6 +147,28 @@ export function createReviewHook(deps: ReviewHookDeps): ReviewHook {
       at: Date.now(),
     });
     return admission;
+  };
+}
+
+/** A review's outcome as the check widget shows it. */
+function reviewedCheck(admission: ReviewAdmission, review: ReviewResult, decision: Decision): Decided {
+  const summary: ReviewSummary = {
+    reviewer: review.reviewer ? reviewerLabel(review.reviewer) : "none",
+    ...(review.kind === "verdict"
+      ? { verdict: verdictAdmits(review.verdict) ? "allow" : "deny", risk: review.verdict.risk_level, rationale: review.verdict.rationale }
+      : { failure: review.failure }),
+    tokens: review.usage.totalTokens || review.usage.input + review.usage.output,
+    costUsd: review.usage.cost.total,
+    durationMs: review.durationMs,
+  };
+  const denied = admission.kind === "deny";
+  return {
+    route: decision.route,
+    reason: decision.reason,
+    outcome: admission.kind === "admit" ? (admission.run === "sandbox" ? "sandboxed" : "allowed") : "denied",
+    message: denied ? denialBody(admission.text) : decision.message,
+    review: summary,
+    ...(denied && admission.changed ? { note: `not admitted: ${admission.changed} changed during the review` } : {}),
   };
 }
 
