@@ -131,3 +131,33 @@ export function footerLine(screen: string): string {
       .at(-1) ?? ""
   );
 }
+
+/**
+ * The foreground colour set right before `text` in a screen captured with its escapes (the SGR
+ * sequences tmux emits just before it), or undefined when it is drawn in the default colour. With
+ * `after`, only a `text` that follows it (escapes between them aside) counts, the last one on the
+ * screen; otherwise the first `text`.
+ */
+export function colourBefore(raw: string, text: string, after = ""): string | undefined {
+  const quote = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const found = [...raw.matchAll(new RegExp(`${quote(after)}((?:\x1b\\[[0-9;]*m)*)${quote(text)}`, "g"))];
+  const hit = after ? found.at(-1) : found[0];
+  if (!hit) return undefined;
+  // The escapes before `text`: those in the match, and, without `after`, the run just before it.
+  const lead = after ? "" : (/(?:\x1b\[[0-9;]*m)+$/.exec(raw.slice(0, hit.index))?.[0] ?? "");
+  let colour: string | undefined;
+  for (const m of (lead + hit[1]).matchAll(/\x1b\[([0-9;]*)m/g)) {
+    const params = m[1]!.split(";");
+    for (let i = 0; i < params.length; i++) {
+      const p = Number(params[i] || "0");
+      if (p === 0 || p === 39) colour = undefined;
+      else if ((p >= 30 && p <= 37) || (p >= 90 && p <= 97)) colour = String(p);
+      else if (p === 38) {
+        const extended = params[i + 1] === "5" ? params.slice(i, i + 3) : params.slice(i, i + 5);
+        colour = extended.join(";");
+        i += extended.length - 1;
+      }
+    }
+  }
+  return colour;
+}
