@@ -67,7 +67,8 @@ const SCRIPT = [
   `  "$1" --args 6 6<"$2" -- "$sh_" -c "$cmd_" </dev/null ${ENDED_FD}>&-`,
   "fi",
   "s=$?",
-  'if [ -n "$f" ]; then kill "$f" 2>/dev/null; fi',
+  // Gone before the end is reported: the forwarder lives in the run's cgroup, which is removed after.
+  'if [ -n "$f" ]; then kill "$f" 2>/dev/null; wait "$f" 2>/dev/null; fi',
   `printf 'ended %s\\n' "$s" >&${ENDED_FD} && read -r _ <&${ENDED_FD}`,
   'exit "$s"',
 ].join("\n");

@@ -141,8 +141,9 @@ export async function removePidsCgroup(cg: PidsCgroup): Promise<void> {
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code === "ENOENT") return;
-      if (code !== "EBUSY" || attempt >= 20) throw e;
-      await new Promise((r) => setTimeout(r, 25));
+      // Busy while its last processes finish exiting (a forwarder's Node takes a while on a loaded machine).
+      if (code !== "EBUSY" || attempt >= 60) throw e;
+      await new Promise((r) => setTimeout(r, 50));
     }
   }
 }
