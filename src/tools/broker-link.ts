@@ -7,7 +7,7 @@ import { decisionRecord, type DecisionRecord } from "../audit/decision-record.ts
 import type { AdmitDeps } from "../grants/admit-call.ts";
 import type { BoundaryBroker } from "../grants/broker.ts";
 import type { ReviewHook } from "./review-call.ts";
-import { sessionOf } from "./tool-call-gate.ts";
+import { sessionOf } from "./session-of.ts";
 
 const SYMBOL = Symbol.for("pi-auto-mode:boundary-broker");
 

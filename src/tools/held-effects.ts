@@ -7,7 +7,7 @@ import { targetSummary } from "../grants/admit.ts";
 import type { Overrides } from "../grants/overrides.ts";
 import { buildRequest } from "../request/canonical.ts";
 import type { KeptEffects } from "../sandbox/effects/kept.ts";
-import { sessionOf } from "./tool-call-gate.ts";
+import { sessionOf } from "./session-of.ts";
 
 export function rememberHeld(
   overrides: Overrides,

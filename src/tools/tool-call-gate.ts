@@ -9,6 +9,7 @@ import { gateFailureDenial } from "../policy/denial.ts";
 import { redact } from "../request/redact.ts";
 import { clipHead } from "../review/budget.ts";
 import type { ReviewHook } from "./review-call.ts";
+import { sessionOf } from "./session-of.ts";
 
 export { denialText } from "../grants/admit-call.ts";
 
@@ -55,15 +56,6 @@ function tell(ctx: ExtensionContext, text: string): void {
   }
 }
 
-/** The call's session, for its overridable denials and grants (P14); none when Pi cannot say. */
-export function sessionOf(ctx: Pick<ExtensionContext, "sessionManager">): { sessionId?: string } {
-  try {
-    const id = ctx.sessionManager.getSessionId();
-    return typeof id === "string" ? { sessionId: id } : {};
-  } catch {
-    return {};
-  }
-}
 
 export function gateFailureText(e: unknown): string {
   const message = clipHead(

@@ -54,7 +54,9 @@ function defaultNetwork(): EffectiveNetwork {
   }
 }
 
-const DEFAULT_NETWORK = defaultNetwork();
+// Checked when first needed, not when Pi loads the extension: the data's schema check costs ~10 ms.
+let defaults: EffectiveNetwork | undefined;
+const DEFAULT_NETWORK = (): EffectiveNetwork => (defaults ??= defaultNetwork());
 
 export const EMPTY_CONFIG: PolicyConfig = {
   tmpRoot: undefined,
@@ -66,8 +68,12 @@ export const EMPTY_CONFIG: PolicyConfig = {
   deny: [],
   files: [],
   breakGlass: true,
-  network: DEFAULT_NETWORK.spec,
-  networkOrigins: DEFAULT_NETWORK.origins,
+  get network() {
+    return DEFAULT_NETWORK().spec;
+  },
+  get networkOrigins() {
+    return DEFAULT_NETWORK().origins;
+  },
 };
 
 /** The undo store's bounds: the user's, or the defaults (also when the configuration is at fault). */
