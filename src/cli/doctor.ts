@@ -292,15 +292,9 @@ export async function reviewerReport(agentDir: string): Promise<ReviewerReport> 
     };
   const model = `${s.provider}/${s.model}`;
   const bad = (why: string): ReviewerReport => ({ configured: true, valid: false, model, why });
-  const { ModelRegistry, ModelRuntime } = await import("@earendil-works/pi-coding-agent");
   const { getSupportedThinkingLevels } = await import("@earendil-works/pi-ai");
-  const runtime = await ModelRuntime.create({
-    authPath: join(agentDir, "auth.json"),
-    modelsPath: join(agentDir, "models.json"),
-    allowModelNetwork: false,
-    refreshOnCreate: false,
-  });
-  const registry = new ModelRegistry(runtime);
+  const { offlineModels } = await import("./review.ts");
+  const { runtime, registry } = await offlineModels(agentDir);
   const error = registry.getError();
   if (error) return bad(`${model}: Pi's models.json in ${agentDir} is invalid (${error}), so the reviewer cannot be found`);
   const found = registry.find(s.provider, s.model);

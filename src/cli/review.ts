@@ -83,18 +83,22 @@ export interface ReviewerSetup {
 }
 
 /** Pi's model registry over the agent dir, and the reviewer to use. */
-export async function openReviewer(command: string, env: NodeJS.ProcessEnv, options: ReviewCliOptions): Promise<ReviewerSetup> {
+/** Pi's model runtime and registry for an agent dir, offline: the catalog Pi ships is enough, a reviewer check must not depend on a catalog download. */
+export async function offlineModels(agentDir: string) {
   const { ModelRegistry, ModelRuntime } = await import("@earendil-works/pi-coding-agent");
-  const { agentDirFromEnv } = await import("../state/locations.ts");
-  const agentDir = agentDirFromEnv(env, homedir());
   const runtime = await ModelRuntime.create({
     authPath: join(agentDir, "auth.json"),
     modelsPath: join(agentDir, "models.json"),
-    // The catalog Pi ships is enough; a reviewer check must not depend on a catalog download.
     allowModelNetwork: false,
     refreshOnCreate: false,
   });
-  const registry = new ModelRegistry(runtime);
+  return { runtime, registry: new ModelRegistry(runtime) };
+}
+
+export async function openReviewer(command: string, env: NodeJS.ProcessEnv, options: ReviewCliOptions): Promise<ReviewerSetup> {
+  const { agentDirFromEnv } = await import("../state/locations.ts");
+  const agentDir = agentDirFromEnv(env, homedir());
+  const { registry } = await offlineModels(agentDir);
   const error = registry.getError();
   if (error) throw new CliError(`${command}: Pi's models.json in ${agentDir} is invalid: ${error}`);
   if (options.reviewer) {

@@ -34,6 +34,13 @@ function track(root: string): void {
   });
 }
 
+/** A scratch folder for one probe run, removed at exit if the run cannot remove it: the workspace, temporary root and home go inside. */
+function scratchRoot(prefix: string): { readonly root: string; readonly ws: string; readonly tmp: string; readonly home: string } {
+  const root = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
+  track(root);
+  return { root, ws: join(root, "ws"), tmp: join(root, "tmp"), home: join(root, "home") };
+}
+
 function listen(): Promise<{ server: Server; port: number; connections: () => number }> {
   return new Promise((resolve, reject) => {
     let count = 0;
@@ -111,11 +118,8 @@ async function probeNetwork(driver: SandboxDriver): Promise<NetworkStatus> {
   let root: string | undefined;
   let server: Server | undefined;
   try {
-    root = realpathSync(mkdtempSync(join(tmpdir(), "pi-auto-mode-probe-net-")));
-    track(root);
-    const ws = join(root, "ws");
-    const tmp = join(root, "tmp");
-    const home = join(root, "home");
+    let ws: string, tmp: string, home: string;
+    ({ root, ws, tmp, home } = scratchRoot("pi-auto-mode-probe-net-"));
     for (const d of [ws, tmp, home]) mkdirSync(d, { recursive: true });
     const token = `probe-net-${randomBytes(6).toString("hex")}`;
     let direct = 0;
@@ -183,12 +187,9 @@ async function probeOnce(driver: SandboxDriver, workspace: "staged" | "direct"):
   let server: Awaited<ReturnType<typeof listen>> | undefined;
   const stagedRun = workspace === "staged";
   try {
-    root = realpathSync(mkdtempSync(join(tmpdir(), "pi-auto-mode-probe-")));
-    track(root);
-    const ws = join(root, "ws");
-    const tmp = join(root, "tmp");
+    let ws: string, tmp: string, home: string;
+    ({ root, ws, tmp, home } = scratchRoot("pi-auto-mode-probe-"));
     const out = join(root, "out");
-    const home = join(root, "home");
     for (const d of [join(ws, ".git"), join(ws, "gdir"), tmp, out, join(home, ".ssh")]) mkdirSync(d, { recursive: true });
     writeFileSync(join(ws, ".git", "HEAD"), "ref: refs/heads/main\n");
     writeFileSync(join(ws, ".git", "config"), "[core]\n");

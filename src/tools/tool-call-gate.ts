@@ -56,7 +56,6 @@ function tell(ctx: ExtensionContext, text: string): void {
   }
 }
 
-
 export function gateFailureText(e: unknown): string {
   const message = clipHead(
     redact(e instanceof Error ? e.message : String(e))

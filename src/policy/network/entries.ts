@@ -68,6 +68,19 @@ function portOf(text: string): number | string {
 
 const quoted = (text: string) => JSON.stringify(text);
 
+/** `host`, `host:port`, `[v6]` or `[v6]:port` split in two, or why not; `colons` words a bare name with two colons. */
+function splitAuthority(text: string, colons: () => string): { readonly hostPart: string; readonly portPart: string | undefined } | string {
+  if (text.startsWith("[")) {
+    const m = /^\[([^\]]*)\](?::(.*))?$/.exec(text);
+    if (!m) return "an IPv6 address in brackets must be followed by nothing or by :port";
+    if (ipVersion(m[1]!) !== 6) return m[1]!.includes("%") ? "a zone index (%...) is not allowed" : "only an IPv6 address goes in brackets";
+    return { hostPart: m[1]!, portPart: m[2] };
+  }
+  const colon = text.indexOf(":");
+  if (colon >= 0 && text.indexOf(":", colon + 1) >= 0) return colons();
+  return { hostPart: colon < 0 ? text : text.slice(0, colon), portPart: colon < 0 ? undefined : text.slice(colon + 1) };
+}
+
 /**
  * One entry, or a message naming it and what is wrong (`"foo..com": an empty label ...`).
  * Entries are compared in their canonical text (`text`): lower case, no trailing dot, addresses in
@@ -78,21 +91,11 @@ export function parseNetworkEntry(text: string): NetworkEntry | string {
   const bad = (why: string) => `${quoted(text)}: ${why}`;
   if (text.length > MAX_ENTRY) return bad(`longer than ${MAX_ENTRY} characters`);
   if (text.trim() !== text || text === "") return bad(text === "" ? "empty" : "leading or trailing space");
-  let hostPart: string;
-  let portPart: string | undefined;
-  if (text.startsWith("[")) {
-    const m = /^\[([^\]]*)\](?::(.*))?$/.exec(text);
-    if (!m) return bad("an IPv6 address in brackets must be followed by nothing or by :port");
-    if (ipVersion(m[1]!) !== 6) return bad(m[1]!.includes("%") ? "a zone index (%...) is not allowed" : "only an IPv6 address goes in brackets");
-    hostPart = m[1]!;
-    portPart = m[2];
-  } else {
-    const colon = text.indexOf(":");
-    if (colon >= 0 && text.indexOf(":", colon + 1) >= 0)
-      return bad(ipVersion(text) === 6 || text.includes("::") ? "write an IPv6 address in brackets: [addr] or [addr]:port" : "more than one ':'");
-    hostPart = colon < 0 ? text : text.slice(0, colon);
-    portPart = colon < 0 ? undefined : text.slice(colon + 1);
-  }
+  const split = splitAuthority(text, () =>
+    ipVersion(text) === 6 || text.includes("::") ? "write an IPv6 address in brackets: [addr] or [addr]:port" : "more than one ':'",
+  );
+  if (typeof split === "string") return bad(split);
+  const { hostPart, portPart } = split;
   let port: number | undefined;
   if (portPart !== undefined) {
     const p = portOf(portPart);
@@ -138,20 +141,9 @@ export function parseDestination(text: string, defaultPort?: number): Destinatio
   const bad = (why: string) => `malformed destination ${quoted(text.length > 300 ? `${text.slice(0, 300)}...` : text)}: ${why}`;
   if (text.length > 300) return bad("too long");
   if (text.includes("@")) return bad("a user name is not part of a destination");
-  let hostPart: string;
-  let portPart: string | undefined;
-  if (text.startsWith("[")) {
-    const m = /^\[([^\]]*)\](?::(.*))?$/.exec(text);
-    if (!m) return bad("an IPv6 address in brackets must be followed by nothing or by :port");
-    if (ipVersion(m[1]!) !== 6) return bad(m[1]!.includes("%") ? "a zone index (%...) is not allowed" : "only an IPv6 address goes in brackets");
-    hostPart = m[1]!;
-    portPart = m[2];
-  } else {
-    const colon = text.indexOf(":");
-    if (colon >= 0 && text.indexOf(":", colon + 1) >= 0) return bad("an IPv6 address must be in brackets, as in [::1]:443");
-    hostPart = colon < 0 ? text : text.slice(0, colon);
-    portPart = colon < 0 ? undefined : text.slice(colon + 1);
-  }
+  const split = splitAuthority(text, () => "an IPv6 address must be in brackets, as in [::1]:443");
+  if (typeof split === "string") return bad(split);
+  const { hostPart, portPart } = split;
   let port: number;
   if (portPart === undefined) {
     if (defaultPort === undefined) return bad("no port");
