@@ -11,7 +11,6 @@ import { registerOverrideCommands } from "./commands/overrides.ts";
 import { createOverrides } from "./grants/overrides.ts";
 import { publishBroker } from "./tools/broker-link.ts";
 import { NETWORK_ENTRY_TYPE, networkRecord } from "./audit/network-record.ts";
-import { rememberHeld } from "./tools/held-effects.ts";
 import { registerDenialSummary } from "./tools/denial-summary.ts";
 import { registerDenialRenderer } from "./tools/denial-render.ts";
 import type { ReviewService } from "./review/service.ts";
@@ -87,8 +86,10 @@ export default function autoMode(pi: ExtensionAPI): void {
       reviewer: ({ toolCallId, ctx }) =>
         reviewHook && heldReviewer && runtime.effective("ok") === "auto" ? heldReviewer(reviewHook, { toolCallId, ctx, home: homedir() }) : undefined,
       // Held changes the user may still approve, as they were (P14).
-      onHeld: ({ toolCallId, ctx, command }, kept) => {
+      // Loaded when first needed: it brings the request's canonical form and the admission texts, which Pi's start need not pay for.
+      onHeld: async ({ toolCallId, ctx, command }, kept) => {
         denials.held();
+        const { rememberHeld } = await import("./tools/held-effects.ts");
         rememberHeld(overrides, { toolCallId, ctx, command, home: homedir() }, kept);
       },
     },

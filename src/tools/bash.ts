@@ -55,7 +55,10 @@ export interface EffectsDeps {
   /** The reviewer for this call's held effects, when one is configured and auto mode gates. */
   readonly reviewer?: (call: { readonly toolCallId: string; readonly ctx: ExtensionToolContext }) => HeldReviewer | undefined;
   /** Held effects that were kept: the user may approve them (recent denials, P14). */
-  readonly onHeld?: (call: { readonly toolCallId: string; readonly ctx: ExtensionToolContext; readonly command: string }, kept: KeptEffects) => void;
+  readonly onHeld?: (
+    call: { readonly toolCallId: string; readonly ctx: ExtensionToolContext; readonly command: string },
+    kept: KeptEffects,
+  ) => void | Promise<void>;
 }
 
 const MAX_TIMEOUT_S = 2_147_483_647 / 1000;
@@ -250,7 +253,7 @@ export function createSandboxedBashTool(deps: BashToolDeps, cwd: string = proces
         const result = withNote(executed, netNote());
         if (!sandboxRun?.report) return result;
         const report = sandboxRun.report;
-        if (report.outcome === "discarded" && report.kept) deps.effects.onHeld?.({ toolCallId, ctx, command: p.command }, report.kept);
+        if (report.outcome === "discarded" && report.kept) await deps.effects.onHeld?.({ toolCallId, ctx, command: p.command }, report.kept);
         const { reportText } = await import("../sandbox/effects/report.ts");
         return withEffects(result, reportText(sandboxRun.report, workspace), sandboxRun.report);
       } catch (e) {

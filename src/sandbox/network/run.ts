@@ -6,8 +6,8 @@
 import { rmSync } from "node:fs";
 import type { Readable } from "node:stream";
 import { compileNetworkPolicy } from "../../policy/network/entries.ts";
-import { createNetProxy } from "./proxy.ts";
-import type { Destination, NetReport, NetworkSpec } from "../../policy/network/types.ts";
+import type { NetProxy } from "./proxy.ts";
+import { EMPTY_NET_REPORT, type Destination, type NetReport, type NetworkSpec } from "../../policy/network/types.ts";
 
 /** What a spawn spec carries for a run with network. Plain data: it crosses to the spawner. */
 export interface SpawnNetwork {
@@ -35,16 +35,20 @@ const MAX_READY_LINE = 64;
 export function startRunNetwork(n: SpawnNetwork): RunNetwork {
   const policy = compileNetworkPolicy(n.spec);
   let reviewer: RunNetwork["reviewer"];
-  const proxy = createNetProxy({
-    policy,
-    review: (dest: Destination) => (reviewer ? reviewer(dest) : Promise.resolve(false)),
-  });
   // A socket left by a run that died: ours (the run folder is private), and nothing listens there.
   rmSync(n.socket, { force: true });
-  const listening = proxy.listen(n.socket).then(
-    () => undefined,
-    (e: Error) => e.message,
-  );
+  // The proxy's code loads with the first run that has network, not with every process that might start one.
+  let proxy: NetProxy | undefined;
+  const started = import("./proxy.ts").then(({ createNetProxy }) => {
+    proxy = createNetProxy({ policy, review: (dest: Destination) => (reviewer ? reviewer(dest) : Promise.resolve(false)) });
+    return proxy;
+  });
+  const listening = started
+    .then((p) => p.listen(n.socket))
+    .then(
+      () => undefined,
+      (e: Error) => e.message,
+    );
   let closing: Promise<void> | undefined;
   return {
     get reviewer() {
@@ -75,9 +79,15 @@ export function startRunNetwork(n: SpawnNetwork): RunNetwork {
       });
       return Promise.all([listening, said]).then(([failed, ready]) => (failed !== undefined ? { problem: `the proxy could not listen: ${failed}` } : ready));
     },
-    report: () => proxy.report(),
+    report: () => proxy?.report() ?? EMPTY_NET_REPORT,
     close() {
-      if (!closing) closing = proxy.close().finally(() => rmSync(n.socket, { force: true }));
+      if (!closing)
+        closing = started
+          .then(
+            (p) => p.close(),
+            () => undefined,
+          )
+          .finally(() => rmSync(n.socket, { force: true }));
       return closing;
     },
   };
