@@ -11,6 +11,7 @@ import { registerOverrideCommands } from "./commands/overrides.ts";
 import { createOverrides } from "./grants/overrides.ts";
 import { publishBroker } from "./tools/broker-link.ts";
 import { NETWORK_ENTRY_TYPE, networkRecord } from "./audit/network-record.ts";
+import { decisionEvent, emitSafely, reviewCompleteEvent, sandboxRunEvent, type Emit } from "./audit/telemetry.ts";
 import { registerDenialSummary } from "./tools/denial-summary.ts";
 import { registerDenialRenderer } from "./tools/denial-render.ts";
 import type { ReviewService } from "./review/service.ts";
@@ -75,6 +76,10 @@ export default function autoMode(pi: ExtensionAPI): void {
   const ledger = createUsageLedger();
   let reviewHook: ReviewHook | undefined;
   let heldReviewer: typeof HeldEffectsReviewer | undefined;
+  // Content-free telemetry on Pi's event bus (README "Telemetry events"); a listener never affects a decision.
+  const emit: Emit = (channel, data) => pi.events.emit(channel, data);
+  // When each tool call reached the gate, for the decision event's duration.
+  const callStarts = new Map<string, number>();
   const bashTool = createSandboxedBashTool({
     controller: () => sandbox,
     admissions,
@@ -102,6 +107,7 @@ export default function autoMode(pi: ExtensionAPI): void {
       denials.network(report);
       pi.appendEntry(NETWORK_ENTRY_TYPE, networkRecord(toolCallId, report, Date.now()));
     },
+    onRun: (_call, result, durationMs) => emitSafely(emit, "auto-mode:sandbox_run", () => sandboxRunEvent(result, durationMs)),
   });
   pi.registerTool(bashTool);
   // Whether another extension's bash replaced ours: it would run contained commands bare (P5).
@@ -236,12 +242,24 @@ export default function autoMode(pi: ExtensionAPI): void {
     ]);
     reviews ??= createReviewService();
     heldReviewer = review.heldEffectsReviewer;
-    reviewHook = review.createReviewHook({ runtime, service: reviews, ledger, checks, record: (r) => pi.appendEntry(review.REVIEW_ENTRY_TYPE, r) });
+    reviewHook = review.createReviewHook({
+      runtime,
+      service: reviews,
+      ledger,
+      checks,
+      record: (r) => {
+        pi.appendEntry(review.REVIEW_ENTRY_TYPE, r);
+        emitSafely(emit, "auto-mode:review_complete", () => reviewCompleteEvent(r));
+      },
+    });
     return createToolCallGate({
       runtime,
       agentDir: getAgentDir,
       record: (r, ctx) => {
         pi.appendEntry(DECISION_ENTRY_TYPE, r);
+        const started = callStarts.get(r.toolCallId);
+        callStarts.delete(r.toolCallId);
+        emitSafely(emit, "auto-mode:decision", () => decisionEvent(r, started === undefined ? 0 : performance.now() - started));
         checks.settle(ctx, r);
         refresh(ctx);
       },
@@ -259,6 +277,9 @@ export default function autoMode(pi: ExtensionAPI): void {
   };
   pi.on("tool_call", async (event, ctx) => {
     checks.noteCall(event.toolCallId, event.toolName, event.input);
+    callStarts.set(event.toolCallId, performance.now());
+    // A call the gate never records (auto mode off) leaves its start behind: keep only the latest.
+    if (callStarts.size > 256) callStarts.delete(callStarts.keys().next().value!);
     let handle: Awaited<ReturnType<typeof buildGate>>;
     try {
       handle = await (gate ??= buildGate());

@@ -18,7 +18,7 @@ import {
 } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
 import type { ExecutionTicket, TicketBook } from "../grants/tickets.ts";
-import type { SandboxController } from "../sandbox/controller.ts";
+import type { RunResult, SandboxController } from "../sandbox/controller.ts";
 import { SANDBOX_PERMISSIONS } from "../request/escalation-ask.ts";
 import { ticketDenial } from "../policy/denial.ts";
 import type { KeptEffects } from "../sandbox/effects/kept.ts";
@@ -47,6 +47,8 @@ export interface BashToolDeps {
   readonly destinations?: (call: { readonly toolCallId: string; readonly ctx: ExtensionToolContext }) => ((dest: Destination) => Promise<boolean>) | undefined;
   /** What a sandboxed command did on the network, when it did anything there: recorded beside its decision. */
   readonly onNetwork?: (call: { readonly toolCallId: string }, report: NetReport) => void;
+  /** Told once after each sandboxed run, with the controller's result and how long the run took (telemetry). */
+  readonly onRun?: (call: { readonly toolCallId: string }, result: RunResult, durationMs: number) => void;
 }
 
 export interface EffectsDeps {
@@ -97,6 +99,8 @@ export interface SandboxRun {
   network?: NetReport;
   /** Set when the run ends: whether it ended with a failure of its own. */
   failed?: boolean;
+  /** Set when the run ends: the controller's result and the run's duration. */
+  result?: { readonly run: RunResult; readonly durationMs: number };
 }
 
 /** Pi's BashOperations contract, over the sandbox controller. */
@@ -108,6 +112,7 @@ export function sandboxOperations(controller: SandboxController, run: SandboxRun
         throw new Error(`Invalid timeout: must be a finite number of seconds up to ${MAX_TIMEOUT_S}`);
       if (signal?.aborted) throw new Error("aborted");
       if (!existsSync(cwd)) throw new Error(`Working directory does not exist: ${cwd}\nCannot execute bash commands.`);
+      const started = performance.now();
       const r = await controller.run(
         {
           command,
@@ -141,6 +146,7 @@ export function sandboxOperations(controller: SandboxController, run: SandboxRun
         },
         { onData, signal, timeout, ...(run.reviewDestination ? { reviewDestination: run.reviewDestination } : {}) },
       );
+      run.result = { run: r, durationMs: performance.now() - started };
       if (r.network) run.network = r.network;
       run.failed = r.kind !== "exited" || r.exitCode !== 0;
       switch (r.kind) {
@@ -238,6 +244,16 @@ export function createSandboxedBashTool(deps: BashToolDeps, cwd: string = proces
         recorded = true;
         deps.onNetwork?.({ toolCallId }, sandboxRun.network);
       };
+      const recordRun = () => {
+        const ended = sandboxRun?.result;
+        if (!ended || !deps.onRun) return;
+        sandboxRun.result = undefined;
+        try {
+          deps.onRun({ toolCallId }, ended.run, ended.durationMs);
+        } catch {
+          // An observer of the run never changes its result.
+        }
+      };
       const netNote = () =>
         sandboxRun && a.placement === "sandbox"
           ? networkNote({
@@ -250,6 +266,7 @@ export function createSandboxedBashTool(deps: BashToolDeps, cwd: string = proces
       try {
         const executed = await run.execute(toolCallId, { command: p.command, timeout: p.timeout }, signal, onUpdate, ctx);
         recordNetwork();
+        recordRun();
         const result = withNote(executed, netNote());
         if (!sandboxRun?.report) return result;
         const report = sandboxRun.report;
@@ -258,6 +275,7 @@ export function createSandboxedBashTool(deps: BashToolDeps, cwd: string = proces
         return withEffects(result, reportText(sandboxRun.report, workspace), sandboxRun.report);
       } catch (e) {
         recordNetwork();
+        recordRun();
         // Pi throws for aborts and timeouts; a staged command's changes were not applied then.
         const staged =
           sandboxRun && a.placement === "sandbox" && a.workspace === "staged" && sandboxRun.report === undefined
