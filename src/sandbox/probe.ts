@@ -15,6 +15,9 @@ import type { StagedFacts } from "./effects/facts.ts";
 import { removeRun, removeTree } from "./stage.ts";
 import { readProbeCache, writeProbeCache } from "./probe-cache.ts";
 import type { NetworkStatus, ProbeResult, SandboxDriver, StagingStatus } from "./types.ts";
+import type { NetworkSpec } from "../policy/network/types.ts";
+import type { Places } from "../policy/places.ts";
+import type { SpawnOutcome } from "./spawn.ts";
 
 const PROBE_TIMEOUT_S = 20;
 
@@ -106,6 +109,36 @@ export async function probeDriver(driver: SandboxDriver): Promise<ProbeResult> {
   return { ok: true, ms: ms(), driver: driver.name, notes: check.notes, staging };
 }
 
+/** Run one probe script in the scratch workspace, and give back everything it took, whatever happened. */
+async function runScript(
+  driver: SandboxDriver,
+  script: string,
+  places: Places,
+  home: string,
+  workspace: "staged" | "direct",
+  network?: NetworkSpec,
+): Promise<{ readonly outcome: SpawnOutcome; readonly text: string }> {
+  const prepared = driver.prepare({
+    command: script,
+    cwd: places.workspace,
+    scope: { places, protectedGlobs: [] },
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, LANG: "C" },
+    shell: existsSync("/bin/bash") ? "/bin/bash" : "bash",
+    workspace,
+    ...(network ? { network } : {}),
+  });
+  const chunks: Buffer[] = [];
+  try {
+    const outcome = await driver.exec(prepared.spec, { onData: (b) => chunks.push(b), timeout: PROBE_TIMEOUT_S });
+    return { outcome, text: Buffer.concat(chunks).toString("utf8") };
+  } finally {
+    prepared.release();
+    if (prepared.stage) removeRun(prepared.stage);
+    // Placeholders linger for the next command; the probe checks that they do go.
+    driver.settle();
+  }
+}
+
 /**
  * Whether a staged run can have network: one run with an allow entry for a probe server on the
  * host's loopback, reached through the forwarder and the proxy, and not reached directly. A
@@ -146,25 +179,7 @@ async function probeNetwork(driver: SandboxDriver): Promise<NetworkStatus> {
       `(exec 4<>/dev/tcp/127.0.0.1/${port}) 2>/dev/null && echo PROBE-NET-DIRECT`,
       "echo PROBE-NET-DONE",
     ].join("\n");
-    const prepared = driver.prepare({
-      command: script,
-      cwd: ws,
-      scope: { places, protectedGlobs: [] },
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, LANG: "C" },
-      shell: existsSync("/bin/bash") ? "/bin/bash" : "bash",
-      workspace: "staged",
-      network: { allow: [`127.0.0.1:${port}`], deny: [], reviewUnlisted: false },
-    });
-    const chunks: Buffer[] = [];
-    let outcome: Awaited<ReturnType<SandboxDriver["exec"]>>;
-    try {
-      outcome = await driver.exec(prepared.spec, { onData: (b) => chunks.push(b), timeout: PROBE_TIMEOUT_S });
-    } finally {
-      prepared.release();
-      if (prepared.stage) removeRun(prepared.stage);
-      driver.settle();
-    }
-    const text = Buffer.concat(chunks).toString("utf8");
+    const { outcome, text } = await runScript(driver, script, places, home, "staged", { allow: [`127.0.0.1:${port}`], deny: [], reviewUnlisted: false });
     if (outcome.kind === "not-started") return no(`the network's forwarder did not start: ${outcome.detail.trim().split("\n").slice(-2).join(" ")}`);
     if (outcome.kind !== "exited") return no(`the network probe ended with ${outcome.kind}`);
     if (text.includes("PROBE-NET-DIRECT") || direct > 0) return no("the network probe reached the host's loopback without the proxy");
@@ -215,27 +230,8 @@ async function probeOnce(driver: SandboxDriver, workspace: "staged" | "direct"):
       driver.platform === "linux" ? "grep -E '^(Seccomp|NoNewPrivs|CapEff):' /proc/self/status" : "true",
       "echo PROBE-DONE",
     ].join("\n");
-    let facts: StagedFacts | undefined;
-    const prepared = driver.prepare({
-      command: script,
-      cwd: ws,
-      scope: { places, protectedGlobs: [] },
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, LANG: "C" },
-      shell: existsSync("/bin/bash") ? "/bin/bash" : "bash",
-      workspace,
-    });
-    const chunks: Buffer[] = [];
-    let outcome: Awaited<ReturnType<SandboxDriver["exec"]>>;
-    try {
-      outcome = await driver.exec(prepared.spec, { onData: (b) => chunks.push(b), timeout: PROBE_TIMEOUT_S });
-      if (outcome.kind === "exited") facts = outcome.facts;
-    } finally {
-      prepared.release();
-      if (prepared.stage) removeRun(prepared.stage);
-      // Placeholders linger for the next command; the probe checks that they do go.
-      driver.settle();
-    }
-    const text = Buffer.concat(chunks).toString("utf8");
+    const { outcome, text } = await runScript(driver, script, places, home, workspace);
+    const facts: StagedFacts | undefined = outcome.kind === "exited" ? outcome.facts : undefined;
     if (outcome.kind === "not-started") return startFailureReason(outcome.detail);
     if (outcome.kind === "timeout") return `the sandbox probe did not finish within ${PROBE_TIMEOUT_S} s`;
     if (outcome.kind === "aborted") return "the sandbox probe was aborted";

@@ -3,56 +3,20 @@
 // overrides a hard deny or self-protection, P3), and re-reading a file when it changes.
 
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, statSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, describe, test } from "node:test";
-import { loadPolicyConfig, PROJECT_CONFIG_FILE, USER_CONFIG_FILE, type ConfigResult, type PolicyConfig } from "../../src/policy/config/load.ts";
+import { describe, test } from "node:test";
 import { decide, prepareGate } from "../../src/policy/gate.ts";
 import { compileRule, firstMatch, ruleMatches } from "../../src/policy/rules.ts";
 import type { Backend, Decision } from "../../src/policy/types.ts";
 import { selfPaths } from "../../src/state/locations.ts";
+import { type ConfigEnv, configEnv, expectFault, expectOk, loadIn } from "../helpers/config-env.ts";
 
-const made: string[] = [];
-after(() => {
-  for (const d of made) rmSync(d, { recursive: true, force: true });
-});
-
-interface Env {
-  readonly root: string;
-  readonly ws: string;
-  readonly home: string;
-  readonly agentDir: string;
-  readonly tmp: string;
-  readonly userFile: string;
-  readonly projectFile: string;
-}
-
-function env(): Env {
-  const root = realpathSync(mkdtempSync(join(tmpdir(), "pi-auto-mode-config-")));
-  made.push(root);
-  const ws = join(root, "ws");
-  const home = join(root, "home");
-  const agentDir = join(home, ".pi", "agent");
-  const tmp = join(root, "tmp");
-  for (const d of [join(ws, ".pi"), join(ws, "src"), agentDir, tmp]) mkdirSync(d, { recursive: true });
-  writeFileSync(join(ws, "src", "index.ts"), "export {};\n");
-  return { root, ws, home, agentDir, tmp, userFile: join(agentDir, USER_CONFIG_FILE), projectFile: join(ws, PROJECT_CONFIG_FILE) };
-}
-
-const load = (e: Env): ConfigResult => loadPolicyConfig({ agentDir: e.agentDir, cwd: e.ws, home: e.home });
-
-function ok(r: ConfigResult): PolicyConfig {
-  assert.equal(r.ok, true, r.ok ? "" : `unexpected fault in ${r.path}: ${r.message}`);
-  return (r as Extract<ConfigResult, { ok: true }>).config;
-}
-
-function fault(r: ConfigResult, path: string, message: RegExp): void {
-  assert.equal(r.ok, false, "expected a configuration fault");
-  const f = r as Extract<ConfigResult, { ok: false }>;
-  assert.equal(f.path, path);
-  assert.match(f.message, message);
-}
+type Env = ConfigEnv;
+const env = (): Env => configEnv("pi-auto-mode-config-");
+const load = loadIn;
+const ok = expectOk;
+const fault = expectFault;
 
 const json = (v: unknown) => JSON.stringify(v, null, 2);
 

@@ -4,55 +4,20 @@
 // (P15): every way it could widen the list is refused or has no effect.
 
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { after, describe, test } from "node:test";
+import { readFileSync } from "node:fs";
+import { describe, test } from "node:test";
 import { networkRows } from "../../src/cli/doctor.ts";
-import { type ConfigResult, EMPTY_CONFIG, loadPolicyConfig, type PolicyConfig, PROJECT_CONFIG_FILE, USER_CONFIG_FILE } from "../../src/policy/config/load.ts";
+import { EMPTY_CONFIG } from "../../src/policy/config/load.ts";
 import { networkData } from "../../src/policy/network/data.ts";
 import { compileNetworkPolicy, effectiveNetwork, parseNetworkEntry } from "../../src/policy/network/entries.ts";
 import type { NetworkSpec } from "../../src/policy/network/types.ts";
+import { type ConfigEnv, configEnv, expectFault, expectOk, loadIn } from "../helpers/config-env.ts";
 
-const made: string[] = [];
-after(() => {
-  for (const d of made) rmSync(d, { recursive: true, force: true });
-});
-
-interface Env {
-  readonly ws: string;
-  readonly home: string;
-  readonly agentDir: string;
-  readonly userFile: string;
-  readonly projectFile: string;
-}
-
-function env(user?: unknown, project?: unknown): Env {
-  const root = realpathSync(mkdtempSync(join(tmpdir(), "pi-auto-mode-netconfig-")));
-  made.push(root);
-  const ws = join(root, "ws");
-  const home = join(root, "home");
-  const agentDir = join(home, ".pi", "agent");
-  for (const d of [join(ws, ".pi"), agentDir]) mkdirSync(d, { recursive: true });
-  const e = { ws, home, agentDir, userFile: join(agentDir, USER_CONFIG_FILE), projectFile: join(ws, PROJECT_CONFIG_FILE) };
-  if (user !== undefined) writeFileSync(e.userFile, JSON.stringify({ version: 1, ...(user as object) }));
-  if (project !== undefined) writeFileSync(e.projectFile, JSON.stringify({ version: 1, ...(project as object) }));
-  return e;
-}
-
-const load = (e: Env): ConfigResult => loadPolicyConfig({ agentDir: e.agentDir, cwd: e.ws, home: e.home });
-
-function ok(r: ConfigResult): PolicyConfig {
-  assert.equal(r.ok, true, r.ok ? "" : `unexpected fault in ${r.path}: ${r.message}`);
-  return (r as Extract<ConfigResult, { ok: true }>).config;
-}
-
-function fault(r: ConfigResult, path: string, message: RegExp): void {
-  assert.equal(r.ok, false, "expected a configuration fault");
-  const f = r as Extract<ConfigResult, { ok: false }>;
-  assert.equal(f.path, path);
-  assert.match(f.message, message);
-}
+type Env = ConfigEnv;
+const env = (user?: unknown, project?: unknown): Env => configEnv("pi-auto-mode-netconfig-", { user, project });
+const load = loadIn;
+const ok = expectOk;
+const fault = expectFault;
 
 const net = (user?: unknown, project?: unknown): NetworkSpec => ok(load(env(user, project))).network;
 const DEFAULTS = networkData().defaults;
