@@ -15,6 +15,7 @@ import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import { MAIN_HELP } from "../../src/cli/main.ts";
 import { STATUS_LABELS } from "../../src/state/effective.ts";
+import { type CliRun, collected } from "../helpers/cli.ts";
 
 const REPO = realpathSync(fileURLToPath(new URL("../..", import.meta.url)));
 const README = readFileSync(join(REPO, "README.md"), "utf8");
@@ -97,15 +98,11 @@ function isLink(p: string): boolean {
   }
 }
 
-interface Ran {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
+type Ran = CliRun;
 
 function sh(command: string): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    const child = spawn("sh", ["-c", command], {
+  return collected(
+    spawn("sh", ["-c", command], {
       cwd: checkout,
       env: {
         PATH: readerPath,
@@ -120,14 +117,8 @@ function sh(command: string): Promise<Ran> {
         npm_config_audit: "false",
       },
       stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+    }),
+  );
 }
 
 describe("README", () => {

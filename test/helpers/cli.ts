@@ -1,6 +1,7 @@
 // Running the real `pi-auto-mode` command in a child process (on the Node that runs the tests).
 
-import { spawn } from "node:child_process";
+import { type ChildProcessByStdio, spawn } from "node:child_process";
+import type { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 
 export const BIN = fileURLToPath(new URL("../../bin/pi-auto-mode.js", import.meta.url));
@@ -15,12 +16,18 @@ export function runCli(
   args: readonly string[],
   opts: { readonly cwd: string; readonly env: Readonly<Record<string, string>>; readonly bin?: string },
 ): Promise<CliRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [opts.bin ?? BIN, ...args], {
+  return collected(
+    spawn(process.execPath, [opts.bin ?? BIN, ...args], {
       cwd: opts.cwd,
       env: { ...process.env, ...opts.env },
       stdio: ["ignore", "pipe", "pipe"],
-    });
+    }),
+  );
+}
+
+/** A child's whole stdout and stderr, and its exit code, once it has closed. */
+export function collected(child: ChildProcessByStdio<null, Readable, Readable>): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
