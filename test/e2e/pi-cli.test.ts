@@ -99,6 +99,9 @@ describe("the README's install path with the real pi CLI", { concurrency: false 
     // The run's denials, counted by class, on stderr: the exit status stays 0 (asserted above).
     const summary = r.stderr.split("\n").filter((l) => l.startsWith("pi-auto-mode: "));
     assert.deepEqual(summary, ["pi-auto-mode: 2 denials in this session (never allowed 1, needs review, no reviewer 1)"], shown);
+    // Pi checks an installed package's manifest at every start (host-provided packages such as
+    // typebox must be peers, not dependencies) and prints what it finds: a user sees nothing of it.
+    assert.doesNotMatch(r.stderr, /Warning|Extension package/i, shown);
   });
 
   test("--mode json: the run ends with a pi-auto-mode/denials entry counting the denials by class", { skip: why }, async () => {
