@@ -11,7 +11,7 @@ import { registerOverrideCommands } from "./commands/overrides.ts";
 import { createOverrides } from "./grants/overrides.ts";
 import { publishBroker } from "./tools/broker-link.ts";
 import { NETWORK_ENTRY_TYPE, networkRecord } from "./audit/network-record.ts";
-import { decisionEvent, emitSafely, reviewCompleteEvent, sandboxRunEvent, type Emit } from "./audit/telemetry.ts";
+import { decisionEvent, emitSafely, reviewAttemptEvent, reviewCompleteEvent, sandboxRunEvent, type Emit } from "./audit/telemetry.ts";
 import { registerDenialSummary } from "./tools/denial-summary.ts";
 import { registerDenialRenderer } from "./tools/denial-render.ts";
 import type { ReviewService } from "./review/service.ts";
@@ -240,7 +240,7 @@ export default function autoMode(pi: ExtensionAPI): void {
       import("./tools/review-call.ts"),
       import("./review/service.ts"),
     ]);
-    reviews ??= createReviewService();
+    reviews ??= createReviewService({ onAttempt: (a) => emitSafely(emit, "auto-mode:review_attempt", () => reviewAttemptEvent(a)) });
     heldReviewer = review.heldEffectsReviewer;
     reviewHook = review.createReviewHook({
       runtime,

@@ -34,7 +34,7 @@ export interface DecisionEvent {
   readonly durationMs: number;
 }
 
-/** One attempt of a reviewer call (the contract; not emitted yet: the engine does not report attempts one by one). */
+/** One reviewer model call of a review, sent as it ends (the engine's onAttempt). */
 export interface ReviewAttemptEvent {
   readonly v: typeof TELEMETRY_VERSION;
   readonly attempt: number;

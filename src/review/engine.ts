@@ -52,6 +52,21 @@ export interface EngineClock {
 
 const SYSTEM_CLOCK: EngineClock = { now: () => Date.now() };
 
+/** How one model call of a review ended (telemetry): numbers and classes only, never its text. */
+export interface AttemptReport {
+  /** 1 for the first call. */
+  readonly attempt: number;
+  /** "retry": this call failed and another one follows. */
+  readonly status: "verdict" | "retry" | "failure";
+  readonly failure?: FailureClass;
+  readonly durationMs: number;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+}
+
+/** Told each model call as it ends; whatever it throws is ignored. */
+export type OnAttempt = (report: AttemptReport) => void;
+
 /** Room for the verdict after any thinking the level allows; the verdict itself is short. */
 const OUTPUT_TOKENS: Readonly<Record<ThinkingLevel, number>> = {
   off: 1024,
@@ -168,6 +183,7 @@ export async function runReview(
   limits: EngineLimits = DEFAULT_LIMITS,
   signal?: AbortSignal,
   clock: EngineClock = SYSTEM_CLOCK,
+  onAttempt?: OnAttempt,
 ): Promise<ReviewResult> {
   const started = clock.now();
   const deadlineAt = started + limits.deadlineMs;
@@ -188,16 +204,38 @@ export async function runReview(
   let attempts = 0;
   let inputTokens = 0;
   const reviewer = job.reviewer;
-  const fail = (failure: FailureClass, detail: string): ReviewResult => ({
-    kind: "failure",
-    failure,
-    detail: clipHead(redact(detail), 300),
-    reviewer,
-    usage,
-    attempts,
-    inputTokens,
-    durationMs: clock.now() - started,
-  });
+  // The model call in progress, reported once when it ends (a failure while one is open is its end).
+  let open: { started: number; usage: Partial<ReviewUsage> | undefined } | undefined;
+  const ended = (status: AttemptReport["status"], failure?: FailureClass) => {
+    const a = open;
+    open = undefined;
+    if (!a || !onAttempt) return;
+    try {
+      onAttempt({
+        attempt: attempts,
+        status,
+        ...(failure ? { failure } : {}),
+        durationMs: clock.now() - a.started,
+        inputTokens: a.usage?.input ?? 0,
+        outputTokens: a.usage?.output ?? 0,
+      });
+    } catch {
+      // An observer never changes a review.
+    }
+  };
+  const fail = (failure: FailureClass, detail: string): ReviewResult => {
+    ended("failure", failure);
+    return {
+      kind: "failure",
+      failure,
+      detail: clipHead(redact(detail), 300),
+      reviewer,
+      usage,
+      attempts,
+      inputTokens,
+      durationMs: clock.now() - started,
+    };
+  };
   const stopped = (): ReviewResult =>
     cause === "deadline" ? fail("timeout", `no verdict within ${limits.deadlineMs} ms`) : fail("aborted", `cancelled: ${String(signal?.reason ?? "aborted")}`);
   /** Wait for `p`, or stop waiting when the deadline passes or the caller aborts. */
@@ -244,6 +282,7 @@ export async function runReview(
     while (attempts < limits.maxAttempts) {
       if (ctl.signal.aborted) return stopped();
       attempts++;
+      open = { started: clock.now(), usage: undefined };
       const obs: HttpObservation = { requested: false, status: undefined, retryAfterMs: undefined, transportError: false };
       const call = {
         systemPrompt: input.systemPrompt,
@@ -259,11 +298,16 @@ export async function runReview(
       const msg = await bounded(Promise.resolve().then(() => models.complete(model, call)));
       if (msg === ABORTED) return stopped();
       usage = addUsage(usage, msg.usage);
+      open.usage = msg.usage;
       if (ctl.signal.aborted) return stopped();
       if (msg.stopReason === "stop") {
         const parsed = parseVerdict(msg.text);
-        if (parsed.ok) return { kind: "verdict", verdict: parsed.verdict, reviewer, usage, attempts, inputTokens, durationMs: clock.now() - started };
+        if (parsed.ok) {
+          ended("verdict");
+          return { kind: "verdict", verdict: parsed.verdict, reviewer, usage, attempts, inputTokens, durationMs: clock.now() - started };
+        }
         if (!formatRetry && attempts < limits.maxAttempts) {
+          ended("retry", "malformed");
           formatRetry = true;
           continue;
         }
@@ -278,6 +322,7 @@ export async function runReview(
         return fail(c.failure, `${detail}; Retry-After ${Math.round(c.retryAfterMs)} ms is longer than ${limits.maxRetryAfterMs} ms`);
       const wait = c.retryAfterMs ?? limits.retryBaseMs * 2 ** backoffs++;
       if (clock.now() + wait >= deadlineAt) return fail(c.failure, `${detail}; waiting ${Math.round(wait)} ms would pass the deadline`);
+      ended("retry", c.failure);
       if ((await sleep(wait)) === ABORTED) return stopped();
     }
     return fail("internal", "attempt loop ended without a result");

@@ -3,7 +3,7 @@
 // so a session shutdown, a mode or reviewer change can abort them all.
 
 import { breakerMessage, CLOSED, recordReview, type BreakerState } from "./breaker.ts";
-import { DEFAULT_LIMITS, runReview, type EngineLimits, type ReviewerModels, type ReviewJob } from "./engine.ts";
+import { DEFAULT_LIMITS, runReview, type EngineLimits, type OnAttempt, type ReviewerModels, type ReviewJob } from "./engine.ts";
 import { processLimiter, type Limiter } from "./limiter.ts";
 import { verdictAdmits, ZERO_USAGE, type FailureClass, type ReviewResult } from "./types.ts";
 
@@ -11,6 +11,8 @@ export interface ReviewServiceOptions {
   readonly limits?: Partial<EngineLimits>;
   readonly limiter?: Limiter;
   readonly now?: () => number;
+  /** Told each reviewer model call as it ends (telemetry); it never changes a review. */
+  readonly onAttempt?: OnAttempt;
 }
 
 export interface ReviewService {
@@ -75,7 +77,7 @@ export function createReviewService(opts: ReviewServiceOptions = {}): ReviewServ
           try {
             // The wait for a slot already spent part of the one aggregate deadline.
             const left = Math.max(1, limits.deadlineMs - (now() - started));
-            result = await runReview(job, models, { ...limits, deadlineMs: left }, ctl.signal);
+            result = await runReview(job, models, { ...limits, deadlineMs: left }, ctl.signal, undefined, opts.onAttempt);
             result = { ...result, durationMs: now() - started };
           } finally {
             slot();

@@ -267,6 +267,52 @@ describe("through a real AgentSession", () => {
   });
 });
 
+describe("review_attempt through a real AgentSession", () => {
+  const pi = reviewOnlySessions();
+  const call = (name: string, args: Parameters<typeof fauxToolCall>[1]) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });
+
+  test("each reviewer model call sends one event (a 503 retried, then the allow), with none of the call's strings", async () => {
+    const events: { name: string; data: Record<string, unknown> }[] = [];
+    const judge = fauxProvider({ provider: "judge", models: [{ id: "judge-1" }] });
+    const h = await pi({
+      extensionFactories: [
+        (api: ExtensionAPI) => {
+          api.registerProvider(judge.provider);
+          for (const name of TELEMETRY_EVENTS) api.events.on(name, (data) => void events.push({ name, data: data as Record<string, unknown> }));
+        },
+      ],
+      responses: [],
+    });
+    const r = await processGlobalState(h.agentDir).setReviewer({ provider: "judge", model: "judge-1", thinking: "off" });
+    assert.equal(r.kind, "committed");
+    judge.setResponses([
+      fauxAssistantMessage([], { stopReason: "error", errorMessage: "503 Service Unavailable: evil.example.com" }),
+      fauxAssistantMessage(VERDICT.allow),
+    ]);
+    const reviewed = `${h.root}/outside/sk-ant-api03-SECRETSECRETSECRET.txt`;
+    h.faux.setResponses([call("write", { path: reviewed, content: "Bearer tok_9876" }), fauxAssistantMessage([fauxText("done")])]);
+    await h.session.prompt("write it");
+    const results = toolResults(h.session);
+    assert.equal(results[0]?.isError, false, results[0]?.text);
+    const attempts = events.filter((e) => e.name === "auto-mode:review_attempt").map((e) => e.data);
+    assert.deepEqual(
+      attempts.map((a) => [a.attempt, a.status, a.errorClass]),
+      [
+        [1, "retry", "provider-error"],
+        [2, "verdict", "none"],
+      ],
+      JSON.stringify(events),
+    );
+    assert.ok((attempts[1]!.inputTokens as number) > 0);
+    const complete = events.find((e) => e.name === "auto-mode:review_complete")?.data;
+    assert.equal(complete?.attempts, 2);
+    // The attempts come before the review's end.
+    assert.ok(events.findIndex((e) => e.name === "auto-mode:review_attempt") < events.findIndex((e) => e.name === "auto-mode:review_complete"));
+    const json = JSON.stringify(events);
+    for (const s of ["sk-ant", "tok_9876", "evil.example.com", "503 Service", h.root, "write it"]) assert.ok(!json.includes(s), s);
+  });
+});
+
 describe("through a real AgentSession over the real sandbox", () => {
   const sandbox = sandboxSessions();
   const call = (name: string, args: Parameters<typeof fauxToolCall>[1]) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });

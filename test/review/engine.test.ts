@@ -224,3 +224,52 @@ describe("P13: the aggregate deadline and aborts", () => {
     assert.equal(faux.state.callCount, 0);
   });
 });
+
+describe("per-attempt reports (telemetry's review_attempt)", () => {
+  test("each model call is reported once as it ends: a format retry, a 503 retry, then the verdict", async () => {
+    const { registry, faux } = await fauxRegistry();
+    faux.setResponses([fauxAssistantMessage("Sure, fine."), err("503 Service Unavailable"), fauxAssistantMessage(VERDICT.allow)]);
+    const reports: import("../../src/review/engine.ts").AttemptReport[] = [];
+    const r = await runReview(job(), piReviewerModels(registry), FAST, undefined, undefined, (a) => reports.push(a));
+    assert.equal(r.kind, "verdict");
+    assert.deepEqual(
+      reports.map((a) => [a.attempt, a.status, a.failure]),
+      [
+        [1, "retry", "malformed"],
+        [2, "retry", "provider-error"],
+        [3, "verdict", undefined],
+      ],
+    );
+    assert.ok(reports[0]!.inputTokens > 0 && reports[2]!.outputTokens > 0, "each attempt's own usage");
+    assert.equal(
+      reports.reduce((n, a) => n + a.inputTokens, 0),
+      r.usage.input,
+      "the attempts' input tokens add up to the review's",
+    );
+    for (const a of reports) assert.ok(a.durationMs >= 0);
+  });
+
+  test("a final failure is reported as failure with its class; a review that never calls the model reports nothing", async () => {
+    const { registry, faux } = await fauxRegistry();
+    faux.setResponses([err("401 Unauthorized: invalid x-api-key")]);
+    const reports: import("../../src/review/engine.ts").AttemptReport[] = [];
+    const r = await runReview(job(), piReviewerModels(registry), FAST, undefined, undefined, (a) => reports.push(a));
+    assert.equal(failureOf(r), "auth");
+    assert.deepEqual(
+      reports.map((a) => [a.attempt, a.status, a.failure]),
+      [[1, "failure", "auth"]],
+    );
+    const none: unknown[] = [];
+    await runReview({ ...job(), reviewer: undefined }, piReviewerModels(registry), FAST, undefined, undefined, (a) => none.push(a));
+    assert.deepEqual(none, []);
+  });
+
+  test("an observer that throws changes nothing", async () => {
+    const { registry, faux } = await fauxRegistry();
+    faux.setResponses([fauxAssistantMessage(VERDICT.deny)]);
+    const r = await runReview(job(), piReviewerModels(registry), FAST, undefined, undefined, () => {
+      throw new Error("listener bug");
+    });
+    assert.equal(r.kind === "verdict" && r.verdict.outcome, "deny");
+  });
+});
