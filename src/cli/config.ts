@@ -103,6 +103,8 @@ export function humanConfig(r: ConfigReport): string {
   one("undo.maxCommands", c.undo.maxCommands);
   one("undo.maxBytes", c.undo.maxBytes);
   one("breakGlass", c.breakGlass);
+  one("audit.enabled", c.audit.enabled);
+  one("audit.retentionDays", c.audit.retentionDays);
   list("protectedPaths", c.protectedPaths, (s) => {
     const p = s as (typeof c.protectedPaths)[number];
     return p.written === p.value ? p.value : `${p.value} (written ${JSON.stringify(p.written)})`;

@@ -11,6 +11,7 @@ import { ProjectConfigSchema, UserConfigSchema, type ProjectConfig, type RuleSpe
 import { PROJECT_CONFIG_FILE, USER_CONFIG_FILE } from "./files.ts";
 import { compileRule, type CompiledRule, type RuleOrigin } from "../rules.ts";
 import { DEFAULT_UNDO_BOUNDS, type UndoBounds } from "./undo-bounds.ts";
+import { type AuditSettings, DEFAULT_AUDIT_SETTINGS } from "./audit-settings.ts";
 import { absenceOf, fullStamp, sameStamp, settled, type Absence, type Stamp, type StampBook } from "../../request/stamps.ts";
 import { NETWORK_DATA_PATH, networkData } from "../network/data.ts";
 import { type EffectiveNetwork, effectiveNetwork, type NetworkOrigins, networkListProblem } from "../network/entries.ts";
@@ -40,6 +41,8 @@ export interface PolicyConfig {
   readonly network: NetworkSpec;
   /** Where each part of `network` came from (for doctor). */
   readonly networkOrigins: NetworkOrigins;
+  /** The local audit: off when either file turns it off; a project can only shorten its retention. */
+  readonly audit: AuditSettings;
 }
 
 export type ConfigResult = { readonly ok: true; readonly config: PolicyConfig } | { readonly ok: false; readonly path: string; readonly message: string };
@@ -68,6 +71,7 @@ export const EMPTY_CONFIG: PolicyConfig = {
   deny: [],
   files: [],
   breakGlass: true,
+  audit: DEFAULT_AUDIT_SETTINGS,
   get network() {
     return DEFAULT_NETWORK().spec;
   },
@@ -137,7 +141,13 @@ function readValidated<T>(path: string, schema: typeof UserConfigSchema | typeof
     else {
       const first = [...Value.Errors(schema, parsed)][0];
       // typebox reports a key that is not allowed as "schema is false" at the key's own path.
-      const what = first?.message === "schema is false" ? "unknown key" : first?.message;
+      // A project's `false`-only keys (P15): the file may turn the thing off, never on.
+      const what =
+        first?.message === "schema is false"
+          ? "unknown key"
+          : first?.keyword === "const" && (first.params as { allowedValue?: unknown }).allowedValue === false
+            ? "a project file can only set this to false (it may turn it off, not on)"
+            : first?.message;
       result = { kind: "fault", message: first ? `${first.instancePath || "/"}: ${what}` : "does not match the schema" };
     }
   } catch (e) {
@@ -237,7 +247,17 @@ function layer(loc: ConfigLocation, userPath: string, projectPath: string, user:
       breakGlass: u?.breakGlass !== false && p?.breakGlass !== false,
       network: network.value.spec,
       networkOrigins: network.value.origins,
+      audit: layerAudit(u, p),
     },
+  };
+}
+
+function layerAudit(u: UserConfig | undefined, p: ProjectConfig | undefined): AuditSettings {
+  const retentionDays = u?.audit?.retentionDays ?? DEFAULT_AUDIT_SETTINGS.retentionDays;
+  return {
+    enabled: u?.audit?.enabled !== false && p?.audit?.enabled !== false,
+    retentionDays,
+    workspaceRetentionDays: Math.min(retentionDays, p?.audit?.retentionDays ?? retentionDays),
   };
 }
 

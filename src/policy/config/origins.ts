@@ -8,6 +8,7 @@ import { PROJECT_CONFIG_FILE, USER_CONFIG_FILE } from "./files.ts";
 import type { ConfigLocation, PolicyConfig } from "./load.ts";
 import type { ProjectConfig, RuleSpec, UserConfig } from "./schema.ts";
 import { DEFAULT_UNDO_BOUNDS } from "./undo-bounds.ts";
+import { DEFAULT_AUDIT_SETTINGS } from "./audit-settings.ts";
 
 export type ConfigOrigin = "default" | "user" | "project";
 
@@ -27,6 +28,8 @@ export interface ExplainedConfig {
   readonly review: { readonly maxInputTokens: Sourced<number>; readonly deadlineMs: Sourced<number> };
   readonly undo: { readonly maxCommands: Sourced<number>; readonly maxBytes: Sourced<number> };
   readonly breakGlass: Sourced<boolean>;
+  /** `retentionDays`: this workspace's (the project's when it is shorter than the user's). */
+  readonly audit: { readonly enabled: Sourced<boolean>; readonly retentionDays: Sourced<number> };
   readonly protectedPaths: readonly SourcedPath[];
   readonly rules: {
     readonly allow: readonly Sourced<RuleSpec>[];
@@ -96,6 +99,18 @@ export function explainConfig(config: PolicyConfig, files: ConfigFiles, defaults
       : u?.breakGlass !== undefined
         ? { value: u.breakGlass, origin: "user" }
         : { value: true, origin: "default" };
+  // A project can only turn the audit off and shorten its retention: its word counts only then.
+  const auditEnabled: Sourced<boolean> =
+    p?.audit?.enabled === false
+      ? { value: false, origin: "project" }
+      : u?.audit?.enabled !== undefined
+        ? { value: u.audit.enabled, origin: "user" }
+        : { value: DEFAULT_AUDIT_SETTINGS.enabled, origin: "default" };
+  const retention = config.audit.workspaceRetentionDays;
+  const auditRetention: Sourced<number> =
+    p?.audit?.retentionDays !== undefined && p.audit.retentionDays === retention && retention < config.audit.retentionDays
+      ? { value: retention, origin: "project" }
+      : from(u?.audit?.retentionDays, "user", DEFAULT_AUDIT_SETTINGS.retentionDays);
   const net = config.network;
   const netFrom = config.networkOrigins;
   return {
@@ -109,6 +124,7 @@ export function explainConfig(config: PolicyConfig, files: ConfigFiles, defaults
       maxBytes: from(u?.undo?.maxBytes, "user", DEFAULT_UNDO_BOUNDS.maxBytes),
     },
     breakGlass,
+    audit: { enabled: auditEnabled, retentionDays: auditRetention },
     // The loader keeps the user's globs before the project's, resolved, in the files' order.
     protectedPaths: config.protectedPaths.map((value, i) => ({ value, written: written[i]?.written ?? value, origin: written[i]?.origin ?? "user" })),
     rules: {

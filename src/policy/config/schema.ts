@@ -3,6 +3,7 @@
 // user configured (P15).
 
 import { Type, type Static } from "typebox";
+import { MAX_AUDIT_RETENTION_DAYS, MIN_AUDIT_RETENTION_DAYS } from "./audit-settings.ts";
 
 const Rule = Type.Object(
   {
@@ -33,6 +34,12 @@ const AllowRule = Type.Object(
   },
   { additionalProperties: false },
 );
+
+const RetentionDays = Type.Integer({
+  minimum: MIN_AUDIT_RETENTION_DAYS,
+  maximum: MAX_AUDIT_RETENTION_DAYS,
+  description: "Days the local audit keeps its daily counts",
+});
 
 // Network entries (grammar in src/policy/network/entries.ts, checked when the file is layered).
 const NetworkEntries = Type.Array(Type.String({ minLength: 1, maxLength: 300 }), { maxItems: 1000 });
@@ -86,6 +93,8 @@ export const UserConfigSchema = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    // The local audit of the gate's decisions (src/audit/store.ts): on unless false.
+    audit: Type.Optional(Type.Object({ enabled: Type.Optional(Type.Boolean()), retentionDays: Type.Optional(RetentionDays) }, { additionalProperties: false })),
   },
   { additionalProperties: false },
 );
@@ -98,6 +107,11 @@ export const ProjectConfigSchema = Type.Object(
     // A project may turn break glass off for its workspace, never on (P15).
     breakGlass: Type.Optional(Type.Literal(false)),
     rules: Type.Optional(Type.Object({ review: Type.Optional(RuleList), deny: Type.Optional(RuleList) }, { additionalProperties: false })),
+    // A project may turn the audit off for its workspace or keep its rows for less time, never
+    // turn it on or keep them longer (P15): a longer retention than the user's has no effect.
+    audit: Type.Optional(
+      Type.Object({ enabled: Type.Optional(Type.Literal(false)), retentionDays: Type.Optional(RetentionDays) }, { additionalProperties: false }),
+    ),
     // A project may take entries out of the user's allow list, add denies and turn reviewing
     // unlisted destinations off; it cannot add an allow entry or turn review on (P15).
     sandbox: Type.Optional(
