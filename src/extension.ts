@@ -15,6 +15,7 @@ import { decisionEvent, emitSafely, reviewAttemptEvent, reviewCompleteEvent, san
 import { registerDenialSummary } from "./tools/denial-summary.ts";
 import { registerDenialRenderer } from "./tools/denial-render.ts";
 import type { ReviewService } from "./review/service.ts";
+import type { AuditRecorder } from "./audit/recorder.ts";
 import { addUsage } from "./review/types.ts";
 import { createUsageLedger } from "./review/usage-ledger.ts";
 import type { heldEffectsReviewer as HeldEffectsReviewer, ReviewHook } from "./tools/review-call.ts";
@@ -83,6 +84,17 @@ export default function autoMode(pi: ExtensionAPI): void {
   const bashTool = createSandboxedBashTool({
     controller: () => sandbox,
     admissions,
+  // The local audit (README "Configuration"): loaded with the gate; a decision pays one in-memory push.
+  let audit: AuditRecorder | undefined;
+  // Its one warning (the audit turned itself off) goes where the session's other warnings go.
+  const auditWarning = (text: string) => {
+    try {
+      if (lastCtx?.hasUI) lastCtx.ui.notify(`auto mode: ${text}`, "warning");
+      else process.stderr.write(`auto mode: ${text}\n`);
+    } catch {
+      // A stale context: the audit is off either way.
+    }
+  };
     settings: () => pi.getSettings(),
     effects: {
       store: () => effectStore(getAgentDir()),
@@ -97,6 +109,7 @@ export default function autoMode(pi: ExtensionAPI): void {
         const { rememberHeld } = await import("./tools/held-effects.ts");
         rememberHeld(overrides, { toolCallId, ctx, command, home: homedir() }, kept);
       },
+        audit?.held(toolCallId, command, ctx.cwd);
     },
     // An unlisted destination, when the user opted in (sandbox.network.reviewUnlisted): the broker decides, once per connection.
     destinations:
@@ -224,6 +237,7 @@ export default function autoMode(pi: ExtensionAPI): void {
   });
   pi.on("session_tree", (_e, ctx) => {
     runtime.bump();
+    audit?.flush();
     checks.clear(ctx);
     // The branch now shown may end in another mode's entry (an `unrestricted` this runtime later
     // left, or one of an older runtime): a reload would restore that. Record the mode this runtime
@@ -235,11 +249,13 @@ export default function autoMode(pi: ExtensionAPI): void {
   // The gate itself, built at the first tool call (its modules are most of the extension).
   let gate: Promise<(event: ToolCallEvent, ctx: ExtensionContext) => Promise<ToolCallEventResult | undefined>> | undefined;
   const buildGate = async () => {
-    const [{ createToolCallGate }, review, { createReviewService }] = await Promise.all([
+    const [{ createToolCallGate }, review, { createReviewService }, { createAuditRecorder }] = await Promise.all([
       import("./tools/tool-call-gate.ts"),
       import("./tools/review-call.ts"),
       import("./review/service.ts"),
+      import("./audit/recorder.ts"),
     ]);
+    audit ??= createAuditRecorder({ agentDir: getAgentDir, home: homedir(), warn: auditWarning });
     reviews ??= createReviewService({ onAttempt: (a) => emitSafely(emit, "auto-mode:review_attempt", () => reviewAttemptEvent(a)) });
     heldReviewer = review.heldEffectsReviewer;
     reviewHook = review.createReviewHook({
@@ -249,6 +265,7 @@ export default function autoMode(pi: ExtensionAPI): void {
       checks,
       record: (r) => {
         pi.appendEntry(review.REVIEW_ENTRY_TYPE, r);
+        audit?.review(r, lastCtx?.cwd ?? process.cwd());
         emitSafely(emit, "auto-mode:review_complete", () => reviewCompleteEvent(r));
       },
     });
@@ -257,6 +274,7 @@ export default function autoMode(pi: ExtensionAPI): void {
       agentDir: getAgentDir,
       record: (r, ctx) => {
         pi.appendEntry(DECISION_ENTRY_TYPE, r);
+        audit?.decision(r, ctx.cwd);
         const started = callStarts.get(r.toolCallId);
         callStarts.delete(r.toolCallId);
         emitSafely(emit, "auto-mode:decision", () => decisionEvent(r, started === undefined ? 0 : performance.now() - started));
@@ -291,6 +309,7 @@ export default function autoMode(pi: ExtensionAPI): void {
         reason: gateLoadDenial((e as Error)?.message ?? String(e)),
       });
     }
+    audit?.noteCall(event.toolCallId, event.toolName, event.input);
     return denials.gate(await handle(event, ctx));
   });
 
@@ -310,7 +329,10 @@ export default function autoMode(pi: ExtensionAPI): void {
       resetBreaker: () => reviews?.newTurn(),
       askerContains: true,
     },
-    record: (r) => pi.appendEntry(DECISION_ENTRY_TYPE, r),
+    record: (r) => {
+      pi.appendEntry(DECISION_ENTRY_TYPE, r);
+      audit?.decision(r, lastCtx?.cwd ?? process.cwd());
+    },
   });
 
   const abortReviews = (reason: string) => reviews?.abortAll(reason);

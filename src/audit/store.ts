@@ -12,13 +12,25 @@ import { join } from "node:path";
 import type { DatabaseSync as DatabaseSyncType } from "node:sqlite";
 import { createRequire } from "node:module";
 import { SURFACE_CLASSES, type SurfaceClass } from "./templates.ts";
+import {
+  DEFAULT_AUDIT_RETENTION_DAYS as DEFAULT_RETENTION_DAYS,
+  MAX_AUDIT_RETENTION_DAYS as MAX_RETENTION_DAYS,
+  MIN_AUDIT_RETENTION_DAYS as MIN_RETENTION_DAYS,
+} from "../policy/config/audit-settings.ts";
+import { STATE_DIR_NAME } from "../state/locations.ts";
 
+export { DEFAULT_RETENTION_DAYS, MAX_RETENTION_DAYS, MIN_RETENTION_DAYS };
 export const SCHEMA_VERSION = 2;
-export const DEFAULT_RETENTION_DAYS = 180;
-export const MIN_RETENTION_DAYS = 1;
-export const MAX_RETENTION_DAYS = 3650;
 export const DATABASE_FILE = "audit.sqlite";
 export const KEY_FILE = "audit.key";
+/** The audit's folder under auto mode's state folder in Pi's agent dir. */
+export const AUDIT_DIR_NAME = "audit";
+/** A bound on the database's size (64 MiB of 4 KiB pages): daily counts never need it; a runaway never fills the disk. */
+export const DEFAULT_MAX_PAGES = 16_384;
+
+export function auditDir(agentDir: string): string {
+  return join(agentDir, STATE_DIR_NAME, AUDIT_DIR_NAME);
+}
 const KEY_BYTES = 32;
 // Writes happen off the decision path; a lock held longer than this is a failure, not a wait.
 const BUSY_TIMEOUT_MS = 250;
@@ -66,6 +78,11 @@ export interface AuditStoreOptions {
   /** Called at most once per store: the reason it turned itself off. */
   readonly onWarning: (message: string) => void;
   readonly now?: () => number;
+  /**
+   * The most pages the database may grow to (PRAGMA max_page_count on this connection); past it a
+   * write fails as SQLITE_FULL, which is what a full disk returns. Default DEFAULT_MAX_PAGES.
+   */
+  readonly maxPages?: number;
 }
 
 // Names, routes and reason codes come from the gate, but a tool name comes from the model: only a
@@ -133,6 +150,7 @@ export class AuditStore {
   private readonly onWarning: (message: string) => void;
   private readonly now: () => number;
   private readonly retentionDays: number;
+  private readonly maxPages: number;
   readonly dir: string;
 
   private constructor(opts: AuditStoreOptions) {
@@ -141,6 +159,7 @@ export class AuditStore {
     this.now = opts.now ?? Date.now;
     const r = opts.retentionDays ?? DEFAULT_RETENTION_DAYS;
     this.retentionDays = Number.isInteger(r) ? Math.min(MAX_RETENTION_DAYS, Math.max(MIN_RETENTION_DAYS, r)) : DEFAULT_RETENTION_DAYS;
+    this.maxPages = Number.isInteger(opts.maxPages) && opts.maxPages! > 0 ? opts.maxPages! : DEFAULT_MAX_PAGES;
   }
 
   /** Opens (creating, migrating and pruning) the store; on any failure a disabled store and one warning. */
@@ -260,6 +279,19 @@ export class AuditStore {
     }
   }
 
+  /** Drops one project's days older than `days` (a project's shorter retention). Never throws. */
+  pruneProject(project: string, days: number): void {
+    const db = this.db;
+    const id = this.pseudonym(project);
+    if (!db || id === undefined || !Number.isInteger(days) || days < MIN_RETENTION_DAYS || days >= this.retentionDays) return;
+    try {
+      this.flush();
+      db.prepare("DELETE FROM daily WHERE project = ? AND day < ?").run(id, this.cutoff(days));
+    } catch (e) {
+      this.disable(`could not prune the audit store: ${describe(e)}`);
+    }
+  }
+
   close(): void {
     this.flush();
     const db = this.db;
@@ -272,8 +304,8 @@ export class AuditStore {
     }
   }
 
-  private cutoff(): string {
-    return dayOf(this.now() - (this.retentionDays - 1) * 86_400_000);
+  private cutoff(days = this.retentionDays): string {
+    return dayOf(this.now() - (days - 1) * 86_400_000);
   }
 
   private disable(message: string): void {
@@ -330,6 +362,7 @@ export class AuditStore {
       db.prepare("SELECT count(*) FROM sqlite_master").get();
       if (version > SCHEMA_VERSION) throw new Error(`the audit database has schema ${version}, newer than this version's ${SCHEMA_VERSION}`);
       db.exec("PRAGMA journal_mode = WAL");
+      db.exec(`PRAGMA max_page_count = ${this.maxPages}`);
       this.migrate(db, version);
       this.db = db;
       this.prune();

@@ -1,0 +1,316 @@
+// The gate's decisions into the local audit (store.ts), off the decision path.
+//
+// The decision path pays for one in-memory push: what the gate decided, the call's input as the
+// model gave it, the working directory and the time. Everything else (reading the audit's
+// configuration, opening the store, turning a command into its template and a path into its
+// class, writing) happens at a flush: on an unref'd timer, when the buffer fills, and at session
+// shutdown. Nothing here throws into the caller, and no failure reaches a decision: the store turns
+// itself off with one warning (store.ts), and a recorder without a store drops what it gathered.
+//
+// The store is shared by every copy of auto mode in the process (one per audit folder, on
+// globalThis like the sandbox controller): a store that failed stays off for the process, so its
+// warning is given once, also across /reload.
+//
+// What becomes of a call (the store's outcomes):
+//   ran         admitted (allowed, or run in the sandbox) by the policy or a reviewer
+//   approved    admitted on the user's one-shot approval of an earlier denial
+//   break-glass admitted by the user breaking the glass on a critical denial
+//   denied      denied, by any layer
+//   held        a sandboxed command's effects held back (kept for the user, or denied by the reviewer)
+// A review of a call adds its reviewer tokens and time to the call's decision. A review of a staged
+// command's held effects, made after the call was decided, is a decision of its own (reason
+// held-effects): `ran` when its effects were applied, `held` when not.
+// Only bash has a template; other tools have the template "" (nothing but the tool's name), and a
+// `path` input gives the surface class. Pi-free.
+
+import type { CallRecord } from "../grants/admit-call.ts";
+import { loadPolicyConfig } from "../policy/config/load.ts";
+import type { AuditSettings } from "../policy/config/audit-settings.ts";
+import { buildPlaces, type Places } from "../policy/places.ts";
+import { defaultTmpRootPath, selfPaths } from "../state/locations.ts";
+import { AuditStore, type AuditEvent, type AuditStoreOptions, auditDir, type Outcome } from "./store.ts";
+import { bashTemplate, type SurfaceClass, surfaceClass, UNREADABLE_TEMPLATE } from "./templates.ts";
+
+/** After the first buffered decision, the flush waits this long (the timer does not keep Node alive). */
+export const FLUSH_DELAY_MS = 1000;
+/** A buffer this full is flushed at the next turn of the event loop, not on the call that filled it. */
+export const MAX_BUFFERED = 256;
+/** Calls whose input is remembered for their decision (a call the gate never records falls out). */
+const MAX_NOTED = 512;
+
+/** What the recorder reads of a review record (tools/review-call.ts ReviewRecord fits it). */
+export interface ReviewFacts {
+  readonly toolCallId: string;
+  readonly admitted: boolean;
+  readonly usage: { readonly totalTokens: number };
+  readonly durationMs: number;
+}
+
+export interface RecorderOptions {
+  readonly agentDir: () => string;
+  readonly home: string;
+  /** Told once per process and audit folder why the audit turned off. */
+  readonly warn: (message: string) => void;
+  readonly now?: () => number;
+}
+
+export interface AuditRecorder {
+  /** A call reached the gate with this input (remembered for its decision's template and surface). */
+  noteCall(toolCallId: string, tool: string, input: unknown): void;
+  /** The gate decided a call. */
+  decision(r: CallRecord, cwd: string): void;
+  /** A reviewer judged a call (before its decision) or a staged command's held effects (after it). */
+  review(r: ReviewFacts, cwd: string): void;
+  /** A sandboxed command's effects were held back for the user. */
+  held(toolCallId: string, command: string, cwd: string): void;
+  /** Writes what was gathered now (session shutdown). Never throws. */
+  flush(): void;
+}
+
+interface Noted {
+  readonly tool: string;
+  readonly input: unknown;
+  decided: boolean;
+  /** A held outcome was counted for it already (a reviewer's denial of its held effects). */
+  held: boolean;
+  tokens: number;
+  reviewMs: number;
+}
+
+type Pending =
+  | { readonly kind: "decision"; readonly r: CallRecord; readonly noted: Noted | undefined; readonly cwd: string; readonly at: number }
+  | {
+      readonly kind: "held";
+      readonly tool: string;
+      readonly input: unknown;
+      readonly route: string;
+      readonly outcome: Outcome;
+      readonly tokens: number;
+      readonly reviewMs: number;
+      readonly cwd: string;
+      readonly at: number;
+    };
+
+interface Shared {
+  store: AuditStore | undefined;
+  /** Where the store's one warning goes: the recorder that last flushed into it. */
+  sink: (message: string) => void;
+  /** Projects whose shorter retention was applied in this process. */
+  readonly pruned: Set<string>;
+}
+
+const SLOT = Symbol.for("pi-auto-mode.audit-stores");
+
+function registry(): Map<string, Shared> {
+  const g = globalThis as { [SLOT]?: Map<string, Shared> };
+  g[SLOT] ??= new Map();
+  return g[SLOT];
+}
+
+function sharedFor(dir: string): Shared {
+  const reg = registry();
+  let s = reg.get(dir);
+  if (!s) {
+    s = { store: undefined, sink: () => {}, pruned: new Set() };
+    reg.set(dir, s);
+  }
+  return s;
+}
+
+/**
+ * The process's store for an audit folder, opened on first use. Tests open it first to choose its
+ * options (a tiny maxPages is a full disk); the extension then writes into that one.
+ */
+export function sharedAuditStore(dir: string, opts: Omit<AuditStoreOptions, "dir" | "onWarning"> = {}): AuditStore {
+  const s = sharedFor(dir);
+  s.store ??= AuditStore.open({ ...opts, dir, onWarning: (m) => s.sink(m) });
+  return s.store;
+}
+
+/** Forgets the process's stores (tests that reuse a folder). */
+export function resetSharedAuditStores(): void {
+  for (const s of registry().values()) s.store?.close();
+  registry().clear();
+}
+
+const SURFACE_TOOLS = new Set(["read", "write", "edit", "ls", "grep", "find"]);
+
+function field(input: unknown, key: string): string | undefined {
+  if (typeof input !== "object" || input === null) return undefined;
+  const v = (input as Record<string, unknown>)[key];
+  return typeof v === "string" ? v : undefined;
+}
+
+/** The template of a call: bash's command as its template, any other tool's as "" (its name says it). */
+function templateOf(tool: string, input: unknown): string {
+  if (tool !== "bash") return "";
+  const command = field(input, "command");
+  return command === undefined ? UNREADABLE_TEMPLATE : bashTemplate(command);
+}
+
+function outcomeOf(r: CallRecord): Outcome {
+  if (r.outcome === "denied") return "denied";
+  if (r.approvedBy === "user") return "approved";
+  if (r.approvedBy === "break-glass") return "break-glass";
+  return "ran";
+}
+
+export function createAuditRecorder(opts: RecorderOptions): AuditRecorder {
+  const now = opts.now ?? Date.now;
+  const noted = new Map<string, Noted>();
+  let buffer: Pending[] = [];
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const places = new Map<string, Places>();
+  let bugTold = false;
+
+  const schedule = (ms: number) => {
+    if (timer) {
+      if (ms > 0) return;
+      clearTimeout(timer);
+    }
+    timer = setTimeout(flush, ms);
+    timer.unref();
+  };
+  const push = (p: Pending) => {
+    buffer.push(p);
+    schedule(buffer.length >= MAX_BUFFERED ? 0 : FLUSH_DELAY_MS);
+  };
+
+  function placesOf(cwd: string, tmpRoot: string | undefined, agentDir: string): Places {
+    const key = `${cwd}\0${tmpRoot ?? ""}\0${agentDir}`;
+    let p = places.get(key);
+    if (!p) {
+      if (places.size >= 16) places.clear();
+      p = buildPlaces({ workspace: cwd, tmpRoot: tmpRoot ?? defaultTmpRootPath(), home: opts.home, agentDir, selfPaths: selfPaths(agentDir) });
+      places.set(key, p);
+    }
+    return p;
+  }
+
+  function surfaceOf(tool: string, input: unknown, place: () => Places): SurfaceClass {
+    const path = SURFACE_TOOLS.has(tool) ? field(input, "path") : undefined;
+    return path === undefined ? "unknown" : surfaceClass(path, place());
+  }
+
+  function flush(): void {
+    if (timer) clearTimeout(timer);
+    timer = undefined;
+    if (buffer.length === 0) return;
+    const items = buffer;
+    buffer = [];
+    try {
+      const agentDir = opts.agentDir();
+      const shared = sharedFor(auditDir(agentDir));
+      shared.sink = opts.warn;
+      // Read per working directory: a project may turn the audit off, and a configuration at fault
+      // says nothing the audit may rely on (the user may have turned it off in the broken file).
+      const settings = new Map<string, { audit: AuditSettings; tmpRoot: string | undefined } | undefined>();
+      const settingsOf = (cwd: string) => {
+        if (!settings.has(cwd)) {
+          const c = loadPolicyConfig({ agentDir, cwd, home: opts.home });
+          settings.set(cwd, c.ok && c.config.audit.enabled ? { audit: c.config.audit, tmpRoot: c.config.tmpRoot } : undefined);
+        }
+        return settings.get(cwd);
+      };
+      let store: AuditStore | undefined;
+      for (const item of items) {
+        const s = settingsOf(item.cwd);
+        if (!s) continue;
+        store ??= sharedAuditStore(auditDir(agentDir), { retentionDays: s.audit.retentionDays, now });
+        if (!store.enabled) return;
+        if (s.audit.workspaceRetentionDays < s.audit.retentionDays && !shared.pruned.has(item.cwd)) {
+          shared.pruned.add(item.cwd);
+          store.pruneProject(item.cwd, s.audit.workspaceRetentionDays);
+        }
+        const place = () => placesOf(item.cwd, s.tmpRoot, agentDir);
+        let e: AuditEvent;
+        if (item.kind === "decision") {
+          const tool = item.noted?.tool ?? item.r.tool;
+          const input = item.noted?.input;
+          e = {
+            at: item.at,
+            tool: item.r.tool,
+            template: templateOf(tool, input),
+            surface: surfaceOf(tool, input, place),
+            route: item.r.route,
+            reason: item.r.reason,
+            outcome: outcomeOf(item.r),
+            reviewerTokens: item.noted?.tokens,
+            reviewMs: item.noted?.reviewMs,
+            project: item.cwd,
+          };
+        } else {
+          e = {
+            at: item.at,
+            tool: item.tool,
+            template: templateOf(item.tool, item.input),
+            surface: "unknown",
+            route: item.route,
+            reason: "held-effects",
+            outcome: item.outcome,
+            reviewerTokens: item.tokens,
+            reviewMs: item.reviewMs,
+            project: item.cwd,
+          };
+        }
+        store.record(e);
+      }
+      store?.flush();
+    } catch (e) {
+      // A bug here (a template that throws, a path that cannot be read) costs this batch, never a decision.
+      if (bugTold) return;
+      bugTold = true;
+      try {
+        opts.warn(`audit: a batch of ${items.length} decisions was not recorded: ${e instanceof Error ? e.message.split("\n")[0] : "unknown error"}`);
+      } catch {
+        // Nowhere left to say it.
+      }
+    }
+  }
+
+  const note = (id: string): Noted | undefined => noted.get(id);
+
+  return {
+    noteCall(toolCallId, tool, input) {
+      if (noted.size >= MAX_NOTED) noted.delete(noted.keys().next().value!);
+      noted.set(toolCallId, { tool, input, decided: false, held: false, tokens: 0, reviewMs: 0 });
+    },
+    decision(r, cwd) {
+      const n = note(r.toolCallId);
+      if (n) n.decided = true;
+      push({ kind: "decision", r, noted: n, cwd, at: now() });
+    },
+    review(r, cwd) {
+      const n = note(r.toolCallId);
+      const tokens = typeof r.usage?.totalTokens === "number" ? r.usage.totalTokens : 0;
+      const ms = typeof r.durationMs === "number" ? r.durationMs : 0;
+      if (n && !n.decided) {
+        // Before the decision: its cost joins the call's decision.
+        n.tokens += tokens;
+        n.reviewMs += ms;
+        return;
+      }
+      // After it: the review of the call's held effects, a decision of its own.
+      if (n && !r.admitted) n.held = true;
+      push({
+        kind: "held",
+        tool: n?.tool ?? "bash",
+        input: n?.input,
+        route: "review",
+        outcome: r.admitted ? "ran" : "held",
+        tokens,
+        reviewMs: ms,
+        cwd,
+        at: now(),
+      });
+    },
+    held(toolCallId, command, cwd) {
+      const n = note(toolCallId);
+      // A reviewer's denial of these effects counted them held already.
+      if (n?.held) return;
+      if (n) n.held = true;
+      push({ kind: "held", tool: "bash", input: { command }, route: "sandbox", outcome: "held", tokens: 0, reviewMs: 0, cwd, at: now() });
+    },
+    flush,
+  };
+}
