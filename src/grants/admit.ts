@@ -12,7 +12,7 @@ import { bindingDenialText, failureDenialText, verdictDenialText } from "../revi
 import type { ActionForReview } from "../review/input.ts";
 import type { ReviewService } from "../review/service.ts";
 import type { TranscriptItem } from "../review/transcript.ts";
-import { reviewerLabel, verdictAdmits, ZERO_USAGE, type ReviewResult } from "../review/types.ts";
+import { type ConditionRecord, reviewerLabel, verdictAdmits, ZERO_USAGE, type ReviewResult } from "../review/types.ts";
 
 export interface ReviewCall {
   readonly toolCallId: string;
@@ -33,6 +33,43 @@ export interface AdmitEnv {
   readonly limits?: Partial<EngineLimits>;
   /** Shows the current check (a status line when a UI exists); text is already redacted. */
   readonly status?: (text: string) => void;
+  /**
+   * Asks the user once about an uncertain classifier judgment (P4's one exception): given only
+   * when a UI exists. The engine asks for it only when the user's own configuration opted in.
+   */
+  readonly confirm?: ConfirmUncertain;
+}
+
+/** What the user is shown when asked about an uncertain judgment; true allows the call once. */
+export interface UncertainQuestion {
+  readonly target: string;
+  readonly reviewer: string;
+  readonly conditions: readonly ConditionRecord[];
+  readonly rationale: string;
+}
+export type ConfirmUncertain = (q: UncertainQuestion, signal: AbortSignal | undefined) => Promise<boolean>;
+
+/** The one question about an uncertain judgment: the user's answer decides; no answer, an error or an abort denies. */
+async function confirmOnce(review: ReviewResult & { kind: "verdict" }, env: AdmitEnv, target: string): Promise<ReviewResult> {
+  const c = review.classifier!;
+  const settle = (allowed: boolean, note: string): ReviewResult => ({
+    ...review,
+    verdict: { ...review.verdict, outcome: allowed ? "allow" : "deny", rationale: `${review.verdict.rationale} ${note}` },
+    classifier: { ...c, confirmation: allowed ? "asked-allowed" : env.confirm ? "asked-denied" : "not-asked" },
+  });
+  if (!env.confirm || env.signal?.aborted) return settle(false, "No one could be asked, so it is denied.");
+  let yes = false;
+  try {
+    yes =
+      (await env.confirm(
+        { target, reviewer: review.reviewer ? reviewerLabel(review.reviewer) : "none", conditions: c.conditions, rationale: review.verdict.rationale },
+        env.signal,
+      )) === true;
+  } catch {
+    yes = false;
+  }
+  if (env.signal?.aborted) yes = false;
+  return settle(yes, yes ? "The user allowed it when asked." : "The user did not allow it when asked.");
 }
 
 /**
@@ -86,7 +123,7 @@ export async function reviewAndAdmit(call: ReviewCall, env: AdmitEnv): Promise<R
   const before = await env.bindingNow();
   const target = targetSummary(call.request);
   const reviewer = before.reviewer;
-  const job = { action: actionForReview(call), transcript: call.transcript, reviewer };
+  const job = { action: actionForReview(call), transcript: call.transcript, reviewer, canConfirm: env.confirm !== undefined };
   const refuse = (text: string, failure: "not-configured" | "internal"): ReviewAdmission => ({
     kind: "deny",
     text,
@@ -107,7 +144,8 @@ export async function reviewAndAdmit(call: ReviewCall, env: AdmitEnv): Promise<R
     backend: before.backend,
   };
   env.status?.(redact(`auto-mode: reviewing ${target} · ${reviewerLabel(reviewer)}`));
-  const review = await env.service.review(job, env.models, env.signal, env.limits);
+  let review = await env.service.review(job, env.models, env.signal, env.limits);
+  if (review.kind === "verdict" && review.classifier?.confirmation === "pending") review = await confirmOnce(review, env, target);
   env.status?.(redact(`auto-mode: ${target} ${outcomeLine(review)}`));
   if (review.kind === "failure") return { kind: "deny", text: failureDenialText(review.failure, call.decision.message), review, binding, changed: undefined };
   if (!verdictAdmits(review.verdict)) return { kind: "deny", text: verdictDenialText(review.verdict), review, binding, changed: undefined };

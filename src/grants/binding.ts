@@ -1,12 +1,12 @@
-// Binding (P8): a verdict holds only for the exact canonical action, the reviewer model and
-// thinking level, and the global, session and backend state it was given. The caller takes a
+// Binding (P8): a verdict holds only for the exact canonical action, the reviewer's engine, model
+// and thinking level, and the global, session and backend state it was given. The caller takes a
 // binding before the review and checks it again right before the call is admitted; any
 // difference denies, so a mode flip (even auto -> unrestricted -> auto, which moves the session
 // revision), a reviewer change, a backend change or arguments mutated by another extension
 // while the review was pending can never ride on an earlier verdict.
 
 import type { Backend } from "../policy/types.ts";
-import type { ReviewerId } from "../review/types.ts";
+import { type ReviewerId, sameReviewer } from "../review/types.ts";
 
 export interface ReviewBinding {
   /** The canonical request hash (CanonicalRequest.hash). */
@@ -35,13 +35,8 @@ export function bindingChange(b: ReviewBinding, now: BindingNow): string | undef
   if (now.hash !== b.hash) return "the call's arguments";
   if (!now.auto) return "the permission mode";
   if (now.sessionRevision !== b.sessionRevision) return "the permission mode";
-  if (
-    !now.reviewer ||
-    now.reviewer.provider !== b.reviewer.provider ||
-    now.reviewer.model !== b.reviewer.model ||
-    now.reviewer.thinking !== b.reviewer.thinking
-  )
-    return "the reviewer model";
+  // The engine too: the same provider/model judged by the other engine is another reviewer.
+  if (!sameReviewer(now.reviewer, b.reviewer)) return "the reviewer model";
   if (now.globalRevision !== b.globalRevision) return "the auto-mode settings";
   if (now.backend !== b.backend) return "the sandbox backend";
   return undefined;

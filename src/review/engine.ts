@@ -1,4 +1,6 @@
-// The review engine: one action in, a verdict or a failure class out (P5, P13).
+// The review engine: one action in, a verdict or a failure class out (P5, P13). Which model is
+// asked and what its answer means is the judgment engine's (engine-types.ts: the chat reviewer,
+// or the classifier engine); everything below is the same for both.
 //
 // - One aggregate deadline covers model resolution, auth, every attempt and every wait.
 // - At most `maxAttempts` model calls. Only connection failures, 429 and temporary 5xx are
@@ -14,11 +16,24 @@
 
 import { redact } from "../request/redact.ts";
 import { clipHead, DEFAULT_BUDGET, type TokenBudget } from "./budget.ts";
-import { buildReviewInput, type ActionForReview } from "./input.ts";
+import { chatEngine } from "./chat-engine.ts";
+import type { ClassifierSettings } from "./classifier/conditions.ts";
+import { classifierEngine } from "./classifier/engine.ts";
+import type { JudgmentEngine } from "./engine-types.ts";
+import type { ActionForReview } from "./input.ts";
 import type { ReviewerModels } from "./models.ts";
 import type { TranscriptItem } from "./transcript.ts";
-import { parseVerdict } from "./verdict.ts";
-import { addUsage, ZERO_USAGE, type FailureClass, type ReviewerId, type ReviewResult, type ReviewUsage, type ThinkingLevel } from "./types.ts";
+import {
+  addUsage,
+  engineOf,
+  ZERO_USAGE,
+  type ClassifierJudgement,
+  type FailureClass,
+  type ReviewEngineKind,
+  type ReviewerId,
+  type ReviewResult,
+  type ReviewUsage,
+} from "./types.ts";
 
 export type { ReviewerModels } from "./models.ts";
 
@@ -30,6 +45,8 @@ export interface EngineLimits {
   readonly retryBaseMs: number;
   /** A provider asking for a longer wait than this is treated as unavailable. */
   readonly maxRetryAfterMs: number;
+  /** The classifier engine's thresholds and opt-in, from the user's configuration only. */
+  readonly classifier?: ClassifierSettings;
 }
 
 export const DEFAULT_LIMITS: EngineLimits = {
@@ -44,7 +61,12 @@ export interface ReviewJob {
   readonly action: ActionForReview;
   readonly transcript: readonly TranscriptItem[];
   readonly reviewer: ReviewerId | undefined;
+  /** The user can be asked now about an uncertain classifier judgment (a UI, and the opt-in). */
+  readonly canConfirm?: boolean;
 }
+
+/** The engine that judges for a reviewer: its engine field picks it (P8 binds verdicts to it). */
+export const ENGINES: Readonly<Record<ReviewEngineKind, JudgmentEngine>> = { chat: chatEngine, classifier: classifierEngine };
 
 export interface EngineClock {
   now(): number;
@@ -66,17 +88,6 @@ export interface AttemptReport {
 
 /** Told each model call as it ends; whatever it throws is ignored. */
 export type OnAttempt = (report: AttemptReport) => void;
-
-/** Room for the verdict after any thinking the level allows; the verdict itself is short. */
-const OUTPUT_TOKENS: Readonly<Record<ThinkingLevel, number>> = {
-  off: 1024,
-  minimal: 2048,
-  low: 4096,
-  medium: 8192,
-  high: 16_384,
-  xhigh: 32_768,
-  max: 32_768,
-};
 
 /** Temporary server conditions: worth one more try. */
 const TEMPORARY_5XX = new Set([500, 502, 503, 504, 529]);
@@ -223,7 +234,7 @@ export async function runReview(
       // An observer never changes a review.
     }
   };
-  const fail = (failure: FailureClass, detail: string): ReviewResult => {
+  const fail = (failure: FailureClass, detail: string, classifier?: ClassifierJudgement): ReviewResult => {
     ended("failure", failure);
     return {
       kind: "failure",
@@ -234,6 +245,7 @@ export async function runReview(
       attempts,
       inputTokens,
       durationMs: clock.now() - started,
+      ...(classifier ? { classifier } : {}),
     };
   };
   const stopped = (): ReviewResult =>
@@ -260,19 +272,10 @@ export async function runReview(
 
   try {
     if (!reviewer) return fail("not-configured", "no reviewer model is configured");
-    const input = buildReviewInput(job.action, job.transcript, limits.budget);
-    if (!input.ok) return fail("over-budget", `the mandatory input needs ${input.mandatoryTokens} tokens; the budget is ${input.budget}`);
-    inputTokens = input.tokens;
+    const prepared = ENGINES[engineOf(reviewer)].prepare(job, models, limits);
+    inputTokens = prepared.inputTokens;
+    if (!prepared.ok) return fail(prepared.failure, prepared.detail);
     if (ctl.signal.aborted) return stopped();
-
-    const model = models.find(reviewer.provider, reviewer.model);
-    if (!model) return fail("model-unavailable", `model ${reviewer.provider}/${reviewer.model} is not in Pi's model registry`);
-    const levels = model.thinkingLevels;
-    if (!levels.includes(reviewer.thinking))
-      return fail(
-        "model-unavailable",
-        `thinking level ${reviewer.thinking} is not supported by ${reviewer.provider}/${reviewer.model} (supported: ${levels.join(", ")})`,
-      );
     const auth = await bounded(models.getProviderAuth(reviewer.provider));
     if (auth === ABORTED) return stopped();
     if (auth === undefined) return fail("auth", `provider ${reviewer.provider} has no credentials`);
@@ -284,38 +287,46 @@ export async function runReview(
       attempts++;
       open = { started: clock.now(), usage: undefined };
       const obs: HttpObservation = { requested: false, status: undefined, retryAfterMs: undefined, transportError: false };
-      const call = {
-        systemPrompt: input.systemPrompt,
-        user: formatRetry ? input.retryUser : input.user,
+      const ctx = {
         timestamp: clock.now(),
         signal: ctl.signal,
-        maxTokens: OUTPUT_TOKENS[reviewer.thinking],
         // The SDK's own timer stays behind ours, so a deadline reads as a timeout, not an error.
         timeoutMs: Math.max(1, deadlineAt - clock.now()) + 1000,
         fetch: observingFetch(obs, clock),
-        ...(reviewer.thinking === "off" ? {} : { reasoning: reviewer.thinking }),
+        formatRetry,
       };
-      const msg = await bounded(Promise.resolve().then(() => models.complete(model, call)));
+      const msg = await bounded(Promise.resolve().then(() => prepared.attempt(ctx)));
       if (msg === ABORTED) return stopped();
       usage = addUsage(usage, msg.usage);
       open.usage = msg.usage;
       if (ctl.signal.aborted) return stopped();
-      if (msg.stopReason === "stop") {
-        const parsed = parseVerdict(msg.text);
-        if (parsed.ok) {
-          ended("verdict");
-          return { kind: "verdict", verdict: parsed.verdict, reviewer, usage, attempts, inputTokens, durationMs: clock.now() - started };
-        }
-        if (!formatRetry && attempts < limits.maxAttempts) {
+      if (msg.kind === "verdict") {
+        ended("verdict");
+        return {
+          kind: "verdict",
+          verdict: msg.verdict,
+          reviewer,
+          usage,
+          attempts,
+          inputTokens,
+          durationMs: clock.now() - started,
+          ...(msg.classifier ? { classifier: msg.classifier } : {}),
+        };
+      }
+      if (msg.kind === "out-of-format") {
+        if (msg.retry && !formatRetry && attempts < limits.maxAttempts) {
           ended("retry", "malformed");
           formatRetry = true;
           continue;
         }
-        return fail("malformed", `reply out of format: ${parsed.problem}`);
+        return fail("malformed", msg.problem, msg.classifier);
       }
       if (msg.stopReason === "aborted") return fail("aborted", "the provider reported the request as aborted");
       if (msg.stopReason !== "error") return fail("malformed", `the reply ended with stop reason ${msg.stopReason}`);
-      const c = classifyError(msg.errorMessage ?? "", obs);
+      const seen = classifyError(msg.errorMessage ?? "", obs);
+      // A complete 2xx answer the client could not read: what that means is the engine's to say.
+      const unreadable = obs.requested && !obs.transportError && obs.status !== undefined && obs.status < 300 && seen.failure === "provider-error";
+      const c = unreadable ? { failure: prepared.unreadableAnswer, retryable: false, retryAfterMs: undefined } : seen;
       const detail = `${c.failure}${obs.status === undefined ? "" : ` (HTTP ${obs.status})`}: ${msg.errorMessage ?? "no error message"}`;
       if (!c.retryable || attempts >= limits.maxAttempts) return fail(c.failure, detail);
       if (c.retryAfterMs !== undefined && c.retryAfterMs > limits.maxRetryAfterMs)

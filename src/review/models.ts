@@ -1,6 +1,7 @@
 // What the review engine needs from a model provider, in its own terms: the engine never sees
 // Pi's model registry or pi-ai's message types; the edges adapt them (tools/reviewer-models.ts).
 
+import type { BoolQuestion, JsonObject } from "./classifier/state.ts";
 import type { ReviewUsage, ThinkingLevel } from "./types.ts";
 
 /** A model found in the provider's registry. */
@@ -34,9 +35,32 @@ export interface ModelReply {
   readonly usage?: Partial<ReviewUsage>;
 }
 
+/** One classify call: the state and the questions, bounded by the engine. */
+export interface ClassifierCall {
+  readonly state: JsonObject;
+  readonly questions: Readonly<Record<string, BoolQuestion>>;
+  readonly signal: AbortSignal;
+  readonly timeoutMs: number;
+  readonly fetch: typeof globalThis.fetch;
+}
+
+/** How a classify call ended (pi-ai's ClassifierResult, in the engine's terms). Never thrown. */
+export interface ClassifierReply {
+  /** "stop" for a complete answer; "aborted" or "error" otherwise. */
+  readonly stopReason: string;
+  /** Answers by question id, as received: the engine checks every one. */
+  readonly answers: unknown;
+  readonly errorMessage?: string;
+  readonly usage?: Partial<ReviewUsage>;
+}
+
 export interface ReviewerModels {
   find(provider: string, modelId: string): ReviewerModel | undefined;
   /** Resolves to undefined when the provider has no usable credentials. */
   getProviderAuth(provider: string): Promise<unknown>;
   complete(model: ReviewerModel, call: ModelCall): Promise<ModelReply>;
+  /** A classifier model (Pi's findOfType("classifier")); absent where the edge offers none. */
+  findClassifier?(provider: string, modelId: string): ReviewerModel | undefined;
+  /** Pi's ModelRegistry.classify, adapted at the edge. */
+  classify?(model: ReviewerModel, call: ClassifierCall): Promise<ClassifierReply>;
 }

@@ -20,14 +20,31 @@ export interface Verdict {
   readonly rationale: string;
 }
 
-/** Which reviewer judged: the model and the thinking level, as the user configured them. */
+/** The two judgment engines: a chat model's free verdict, or a classifier's answers to fixed conditions. */
+export const REVIEW_ENGINES = ["chat", "classifier"] as const;
+export type ReviewEngineKind = (typeof REVIEW_ENGINES)[number];
+
+/** Which reviewer judged: the engine, the model and the thinking level, as the user configured them. */
 export interface ReviewerId {
   readonly provider: string;
   readonly model: string;
   readonly thinking: ThinkingLevel;
+  /** Absent: the chat reviewer. A classifier has no thinking level ("off"). */
+  readonly engine?: "classifier";
+}
+
+export function engineOf(r: ReviewerId): ReviewEngineKind {
+  return r.engine === "classifier" ? "classifier" : "chat";
+}
+
+/** The same reviewer: engine, model and level (P8 binds a verdict to all three). */
+export function sameReviewer(a: ReviewerId | undefined, b: ReviewerId | undefined): boolean {
+  if (!a || !b) return a === b;
+  return a.provider === b.provider && a.model === b.model && a.thinking === b.thinking && engineOf(a) === engineOf(b);
 }
 
 export function reviewerLabel(r: ReviewerId): string {
+  if (engineOf(r) === "classifier") return `${r.provider}/${r.model} (classifier)`;
   return `${r.provider}/${r.model}${r.thinking === "off" ? "" : ` (${r.thinking})`}`;
 }
 
@@ -101,6 +118,38 @@ export function addUsage(a: ReviewUsage, b: Partial<ReviewUsage> | undefined): R
   };
 }
 
+export type ConditionSeverity = "soft" | "hazard" | "intent";
+export type ClassifierBand = "satisfied" | "uncertain" | "rejected";
+
+/** One condition as the classifier engine judged it: what an audit keeps to tune thresholds from. */
+export interface ConditionRecord {
+  readonly id: string;
+  readonly severity: ConditionSeverity;
+  /** The probability that the condition holds; null when the answer was missing or malformed. */
+  readonly probability: number | null;
+  readonly satisfiedAt: number;
+  readonly rejectedAt: number;
+  readonly band: ClassifierBand | "missing";
+}
+
+/** The classifier engine's account of one review (absent for the chat engine). */
+export interface ClassifierJudgement {
+  readonly conditions: readonly ConditionRecord[];
+  /** What the answers meant; `malformed` when they could not be used. */
+  readonly judgment: "allow" | "deny" | "uncertain" | "malformed";
+  /** The condition that decided; null when every condition held or nothing was decided. */
+  readonly decidedBy: string | null;
+  /** Soft rejections cleared by the user's own request. */
+  readonly clearedByIntent: boolean;
+  /**
+   * For an uncertain judgment: "asked-allowed"/"asked-denied" after the user was asked once,
+   * "not-asked" when no confirmation was possible (not opted in, no UI). "none" otherwise.
+   */
+  readonly confirmation: "none" | "not-asked" | "pending" | "asked-allowed" | "asked-denied";
+  /** The hash of the conditions file the questions came from. */
+  readonly conditionsSha256: string;
+}
+
 /** What one review produced: a verdict, or a failure class. Usage is reported either way. */
 export type ReviewResult =
   | {
@@ -111,6 +160,8 @@ export type ReviewResult =
       readonly attempts: number;
       readonly inputTokens: number;
       readonly durationMs: number;
+      /** The classifier engine's conditions, when it judged. */
+      readonly classifier?: ClassifierJudgement;
     }
   | {
       readonly kind: "failure";
@@ -122,6 +173,8 @@ export type ReviewResult =
       readonly attempts: number;
       readonly inputTokens: number;
       readonly durationMs: number;
+      /** What the classifier answered, when it answered something unusable. */
+      readonly classifier?: ClassifierJudgement;
     };
 
 /** A verdict admits the call only when it allows and does not rate the risk critical. */

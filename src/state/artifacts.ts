@@ -75,7 +75,15 @@ export function serializeConfig(s: GlobalSnapshot): string {
     schema: STATE_SCHEMA,
     revision: s.revision,
     enabled: s.enabled,
-    reviewer: s.reviewer ? { provider: s.reviewer.provider, model: s.reviewer.model, thinking: s.reviewer.thinking } : null,
+    // The engine only when it is the classifier: a chat reviewer's text stays what older versions wrote.
+    reviewer: s.reviewer
+      ? {
+          provider: s.reviewer.provider,
+          model: s.reviewer.model,
+          thinking: s.reviewer.thinking,
+          ...(s.reviewer.engine === "classifier" ? { engine: "classifier" as const } : {}),
+        }
+      : null,
   };
   return `${JSON.stringify(stored)}\n`;
 }
@@ -150,9 +158,11 @@ export function parseConfig(text: string): ConfigParse {
   let reviewer: ReviewerChoice | undefined;
   if (v.reviewer !== null) {
     const r = v.reviewer;
-    if (!isObject(r) || Object.keys(r).sort().join(",") !== "model,provider,thinking" || !isName(r.provider) || !isName(r.model) || !isThinking(r.thinking))
-      return { kind: "malformed", problem: "reviewer is not {provider, model, thinking}" };
-    reviewer = { provider: r.provider, model: r.model, thinking: r.thinking };
+    const keys = isObject(r) ? Object.keys(r).sort().join(",") : "";
+    const classifier = keys === "engine,model,provider,thinking" && isObject(r) && r.engine === "classifier";
+    if (!isObject(r) || (keys !== "model,provider,thinking" && !classifier) || !isName(r.provider) || !isName(r.model) || !isThinking(r.thinking))
+      return { kind: "malformed", problem: "reviewer is not {provider, model, thinking[, engine]}" };
+    reviewer = { provider: r.provider, model: r.model, thinking: r.thinking, ...(classifier ? { engine: "classifier" as const } : {}) };
   }
   const snapshot: GlobalSnapshot = { enabled: v.enabled, reviewer, revision: v.revision };
   if (serializeConfig(snapshot) !== text) return { kind: "malformed", problem: "not in the form this extension writes" };

@@ -80,7 +80,8 @@ export function createRuntimeState(global: GlobalStateStore, backend: () => Back
   };
 }
 
-const reviewerName = (r: GlobalSnapshot["reviewer"]) => (r ? `${r.provider}/${r.model} (thinking ${r.thinking})` : undefined);
+const reviewerName = (r: GlobalSnapshot["reviewer"]) =>
+  r ? `${r.provider}/${r.model} (${r.engine === "classifier" ? "classifier" : `thinking ${r.thinking}`})` : undefined;
 
 /**
  * One notice for what differs between two reads of the global state, or undefined when nothing the

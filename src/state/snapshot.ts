@@ -9,6 +9,8 @@ export interface ReviewerChoice {
   readonly provider: string;
   readonly model: string;
   readonly thinking: ThinkingLevel;
+  /** Absent: the chat reviewer; "classifier": the classifier engine (its thinking is "off"). */
+  readonly engine?: "classifier";
 }
 
 export interface GlobalSnapshot {

@@ -1,26 +1,56 @@
-// Pi's model registry as the review engine's ReviewerModels (review/models.ts).
+// Pi's model registry as the review engine's ReviewerModels (review/models.ts): chat models
+// through streamSimple, classifier models through findOfType("classifier") and classify.
 
 import {
   getSupportedThinkingLevels,
   type Api,
   type AssistantMessage,
+  type ClassifierApi,
+  type ClassifierContext,
+  type ClassifierModel,
+  type ClassifierResult,
   type Context,
   type Model,
+  type ModelsClassifierOptions,
   type SimpleStreamOptions,
   type ThinkingLevel,
 } from "@earendil-works/pi-ai";
-import type { ModelReply, ReviewerModel, ReviewerModels } from "../review/models.ts";
+import type { ClassifierReply, ModelReply, ReviewerModel, ReviewerModels } from "../review/models.ts";
 
 /** The part of Pi's ModelRegistry (ctx.modelRegistry) the reviewer uses. */
 export interface PiModelRegistry {
   find(provider: string, modelId: string): Model<Api> | undefined;
   getProviderAuth(provider: string): Promise<unknown>;
   streamSimple(model: Model<Api>, context: Context, options?: SimpleStreamOptions): { result(): Promise<AssistantMessage> };
+  /** The classifier engine's models (Pi 1.6's ModelRegistry has both). */
+  findOfType?(type: "classifier", provider: string, modelId: string): ClassifierModel<ClassifierApi> | undefined;
+  classify?(model: ClassifierModel<ClassifierApi>, context: ClassifierContext, options?: ModelsClassifierOptions): Promise<ClassifierResult>;
 }
 
 export function piReviewerModels(registry: PiModelRegistry): ReviewerModels {
   const models = new WeakMap<ReviewerModel, Model<Api>>();
+  const classifiers = new WeakMap<ReviewerModel, ClassifierModel<ClassifierApi>>();
   return {
+    findClassifier(provider, modelId) {
+      const m = registry.findOfType?.("classifier", provider, modelId);
+      if (!m) return undefined;
+      const found: ReviewerModel = { provider, id: modelId, thinkingLevels: ["off"] };
+      classifiers.set(found, m);
+      return found;
+    },
+    async classify(model, call): Promise<ClassifierReply> {
+      const m = classifiers.get(model);
+      if (!m || !registry.classify) throw new Error(`classifier ${model.provider}/${model.id} was not found through this registry`);
+      const context = { state: call.state, questions: { ...call.questions } } as ClassifierContext;
+      // pi-ai must not retry on its own: every attempt counts against the engine's bound.
+      const r = await registry.classify(m, context, { signal: call.signal, timeoutMs: call.timeoutMs, fetch: call.fetch, maxRetries: 0 });
+      return {
+        stopReason: r.stopReason,
+        answers: r.answers,
+        ...(r.errorMessage === undefined ? {} : { errorMessage: r.errorMessage }),
+        ...(r.usage ? { usage: r.usage } : {}),
+      };
+    },
     find(provider, modelId) {
       const m = registry.find(provider, modelId);
       if (!m) return undefined;
