@@ -1,0 +1,102 @@
+// Reading the audit store without changing it: for the report (/perm-audit and `pi-auto-mode audit`).
+//
+// AuditStore.open() creates, migrates and prunes: right for the recorder, wrong for a report, which
+// must leave a database it cannot read exactly as it found it (it may be the user's only record).
+// This opens the file read-only, reads schema 1 or 2 as they are (a v1 row reads as pre-migration
+// data: no project, surface unknown, `since` 1), and computes the current project's pseudonym
+// with the store's key, read and never written. Pi-free.
+
+import { createHmac } from "node:crypto";
+import { closeSync, existsSync, fstatSync, openSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import type { DatabaseSync as DatabaseSyncType } from "node:sqlite";
+import { STATE_DIR_NAME } from "../state/locations.ts";
+import { DATABASE_FILE, type DailyRow, KEY_FILE, SCHEMA_VERSION } from "./store.ts";
+
+/** The audit's folder in Pi's agent dir: beside auto mode's durable state, in its own folder. */
+export const AUDIT_DIR_NAME = "audit";
+
+export function auditDirOf(agentDir: string): string {
+  return join(agentDir, STATE_DIR_NAME, AUDIT_DIR_NAME);
+}
+
+export type AuditRead =
+  | { readonly kind: "missing"; readonly path: string }
+  | { readonly kind: "error"; readonly path: string; readonly message: string }
+  | { readonly kind: "ok"; readonly path: string; readonly reader: AuditReader };
+
+export interface AuditReader {
+  /** The rows from `sinceDay` (YYYY-MM-DD) on, oldest first. Throws on a read error. */
+  rows(sinceDay: string): DailyRow[];
+  /** A project location as the store keeps it (its HMAC); undefined without a usable key. */
+  pseudonym(location: string): string | undefined;
+  close(): void;
+}
+
+function describe(e: unknown): string {
+  return e instanceof Error ? e.message.split("\n")[0]!.slice(0, 200) : "unknown error";
+}
+
+/** The same HMAC as AuditStore.pseudonym. */
+export function pseudonymWith(key: Buffer, location: string): string {
+  return createHmac("sha256", key).update(location).digest("hex").slice(0, 32);
+}
+
+function readKey(dir: string): Buffer | undefined {
+  const path = join(dir, KEY_FILE);
+  if (!existsSync(path)) return undefined;
+  const fd = openSync(path, "r");
+  try {
+    if ((fstatSync(fd).mode & 0o077) !== 0) return undefined;
+    const key = readFileSync(fd);
+    return key.length === 32 ? key : undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+const V2_SELECT = `SELECT day, project, tool, template, surface, route, reason, outcome, count, reviewer_tokens AS reviewerTokens, review_ms AS reviewMs, since
+  FROM daily WHERE day >= ? ORDER BY day, tool, template, outcome`;
+const V1_SELECT = `SELECT day, '' AS project, tool, template, 'unknown' AS surface, route, reason, outcome, count, reviewer_tokens AS reviewerTokens, review_ms AS reviewMs, 1 AS since
+  FROM daily WHERE day >= ? ORDER BY day, tool, template, outcome`;
+
+/** Opens the audit in `dir` read-only. Never creates, migrates, prunes or repairs anything. */
+export function openAuditReader(dir: string): AuditRead {
+  const path = join(dir, DATABASE_FILE);
+  if (!existsSync(path)) return { kind: "missing", path };
+  let db: DatabaseSyncType | undefined;
+  try {
+    const { DatabaseSync } = createRequire(import.meta.url)("node:sqlite") as typeof import("node:sqlite");
+    db = new DatabaseSync(path, { readOnly: true });
+    const version = (db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version;
+    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>;
+    if (version === 0 && tables.length === 0) {
+      db.close();
+      return { kind: "missing", path };
+    }
+    if (version !== 1 && version !== SCHEMA_VERSION) throw new Error(`the audit database has schema ${version}; this version reads 1 and ${SCHEMA_VERSION}`);
+    if (!tables.some((t) => t.name === "daily")) throw new Error("the audit database has no daily table");
+    const select = db.prepare(version === 1 ? V1_SELECT : V2_SELECT);
+    // Read one row now: a truncated or garbage file fails here rather than in the middle of a report.
+    select.all("9999-99-99");
+    const key = readKey(dir);
+    const open = db;
+    return {
+      kind: "ok",
+      path,
+      reader: {
+        rows: (sinceDay) => select.all(sinceDay) as unknown as DailyRow[],
+        pseudonym: (location) => (key ? pseudonymWith(key, location) : undefined),
+        close: () => open.close(),
+      },
+    };
+  } catch (e) {
+    try {
+      db?.close();
+    } catch {
+      // The first failure is the one reported.
+    }
+    return { kind: "error", path, message: describe(e) };
+  }
+}

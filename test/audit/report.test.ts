@@ -1,0 +1,143 @@
+// The audit report (src/audit/report.ts) on a seeded store: its figures, its window and scope,
+// its text, and the option checks /perm-audit and `pi-auto-mode audit` share.
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { buildReport, DEFAULT_REPORT_OPTIONS, parseReportWords, renderReport, ReportOptionError, reportOptions } from "../../src/audit/report.ts";
+import { auditDir, DAY, NOW, OTHER_PROJECT, reviewed, rowsOf, seed } from "../helpers/audit-seed.ts";
+
+const render = (r: ReturnType<typeof buildReport>) => renderReport(r, { userConfigPath: "/home/u/.pi/agent/auto-mode.json" });
+
+function seeded(t: Parameters<typeof auditDir>[0]) {
+  const dir = auditDir(t);
+  seed(dir, [
+    [reviewed("git push origin main"), 4],
+    [reviewed("git push origin main", { at: NOW - DAY }), 2],
+    [reviewed("curl -s *", { reason: "network", outcome: "denied", reviewerTokens: 800, reviewMs: 400 }), 3],
+    [reviewed("rm -rf *", { route: "deny", reason: "hard-deny", outcome: "denied", reviewerTokens: 0, reviewMs: 0 }), 2],
+    [reviewed("npm install *", { route: "sandbox", reason: "sandboxed", outcome: "held", reviewerTokens: 0, reviewMs: 0, at: NOW - 2 * DAY }), 1],
+    [reviewed("git status", { route: "allow", reason: "read-only", reviewerTokens: 0, reviewMs: 0 }), 10],
+    [reviewed("", { tool: "write", route: "allow", reason: "workspace-write", surface: "workspace", reviewerTokens: 0, reviewMs: 0 }), 5],
+    // Another project, and a day outside a 7-day window.
+    [reviewed("make deploy", { project: OTHER_PROJECT }), 5],
+    [reviewed("git push origin main", { at: NOW - 20 * DAY, outcome: "denied", reason: "force-push" }), 1],
+  ]);
+  return rowsOf(dir);
+}
+
+test("the figures: per day, denied and reviewed most, reviewer cost, friction; only the current project and the window", (t) => {
+  const { rows, project } = seeded(t);
+  const r = buildReport(rows, DEFAULT_REPORT_OPTIONS, { now: NOW, currentProject: project });
+  assert.deepEqual(r.window, { days: 7, from: "2026-11-25", to: "2026-12-01" });
+  assert.equal(r.perDay.length, 7);
+  assert.deepEqual(
+    r.perDay.filter((d) => d.total > 0).map((d) => [d.day, d.total, d.ran, d.denied, d.held]),
+    [
+      ["2026-11-29", 1, 0, 0, 1],
+      ["2026-11-30", 2, 2, 0, 0],
+      ["2026-12-01", 24, 19, 5, 0],
+    ],
+  );
+  assert.equal(r.totals.decisions, 27);
+  assert.deepEqual(
+    r.deniedMost.map((c) => [c.template, c.reason, c.count]),
+    [
+      ["curl -s *", "network", 3],
+      ["rm -rf *", "hard-deny", 2],
+    ],
+  );
+  assert.deepEqual(
+    r.reviewedMost.map((c) => [c.template, c.count]),
+    [
+      ["git push origin main", 6],
+      ["curl -s *", 3],
+    ],
+  );
+  assert.deepEqual(r.reviewer, { reviews: 9, tokens: 6 * 1200 + 3 * 800, ms: 6 * 900 + 3 * 400, tokensPerReview: 1067, msPerReview: 733 });
+  assert.deepEqual(r.friction.templates.slice(0, 2), [
+    { key: "bash: curl -s *", decisions: 3, reviews: 3, denials: 3, held: 0 },
+    { key: "bash: git push origin main", decisions: 6, reviews: 6, denials: 0, held: 0 },
+  ]);
+  assert.deepEqual(r.friction.surfaces[0], { key: "bash on workspace", decisions: 22, reviews: 9, denials: 5, held: 1 });
+  assert.ok(
+    r.friction.templates.every((f) => f.key !== "bash: git status"),
+    "no friction where nothing was reviewed, denied or held",
+  );
+  assert.deepEqual(
+    r.suggestions.map((s) => s.rule.command),
+    ["git push origin main"],
+    "the denial 20 days ago is outside the window",
+  );
+  assert.ok(!JSON.stringify(r).includes("make deploy"), "another project's rows stay out of --scope current");
+});
+
+test("--scope all takes every project; --scope current without a key matches nothing rather than everything", (t) => {
+  const { rows, project } = seeded(t);
+  const all = buildReport(rows, { ...DEFAULT_REPORT_OPTIONS, scope: "all" }, { now: NOW, currentProject: project });
+  assert.equal(all.totals.decisions, 32);
+  assert.deepEqual(all.suggestions.map((s) => s.rule.command).sort(), ["git push origin main", "make deploy"]);
+  const none = buildReport(rows, DEFAULT_REPORT_OPTIONS, { now: NOW, currentProject: undefined });
+  assert.equal(none.totals.decisions, 0);
+});
+
+test("a longer window brings the old denial in, and it rules the suggestion out", (t) => {
+  const { rows, project } = seeded(t);
+  const r = buildReport(rows, { ...DEFAULT_REPORT_OPTIONS, days: 30 }, { now: NOW, currentProject: project });
+  assert.equal(r.window.from, "2026-11-02");
+  assert.deepEqual(r.suggestions, []);
+});
+
+test("the text: a chart per day, each section, the fragment to copy with the caveat", (t) => {
+  const { rows, project } = seeded(t);
+  const text = render(buildReport(rows, DEFAULT_REPORT_OPTIONS, { now: NOW, currentProject: project }));
+  assert.match(text, /^Auto mode audit: 2026-11-25 to 2026-12-01 \(7 days, this project\)\n27 decisions: 21 ran, 5 denied, 1 held/);
+  assert.match(text, /2026-12-01 {5}24 {2}█{30} {2}19\/5\/0\/0/);
+  assert.match(text, /2026-11-30 {6}2 {2}█+ /);
+  for (const heading of [
+    "Decisions per day",
+    "Denied most",
+    "Reviewed most",
+    "Reviewer cost: 9 reviews",
+    "Friction by template:",
+    "Friction by tool and surface:",
+    "Rule suggestions",
+  ])
+    assert.ok(text.includes(heading), heading);
+  assert.match(text, /evidence of preference, not proof of safety/);
+  assert.match(text, /Merge into \/home\/u\/\.pi\/agent\/auto-mode\.json/);
+  // The fragment as printed is JSON a user can paste.
+  const start = text.indexOf("    {");
+  const end = text.indexOf("\n    }", start);
+  const fragment = JSON.parse(text.slice(start, end + 6)) as { version: number; rules: { allow: Array<{ command: string }> } };
+  assert.equal(fragment.version, 1);
+  assert.equal(fragment.rules.allow[0]!.command, "git push origin main");
+});
+
+test("an empty window says so", () => {
+  const text = render(buildReport([], DEFAULT_REPORT_OPTIONS, { now: NOW, currentProject: "x" }));
+  assert.match(text, /No decisions recorded in this window\./);
+  assert.match(text, /Rule suggestions[^\n]*\n {2}none/);
+});
+
+test("options: defaults, both spellings, and a clear refusal of what is wrong", () => {
+  assert.deepEqual(parseReportWords([]), { days: 7, top: 10, minCount: 3, scope: "current" });
+  assert.deepEqual(parseReportWords(["--days", "30", "--top=5", "--min-count", "1", "--scope", "all"]), { days: 30, top: 5, minCount: 1, scope: "all" });
+  const bad: Array<[string[], RegExp]> = [
+    [["--days", "0"], /--days takes a whole number from 1 to 3650, not "0"/],
+    [["--days", "1.5"], /--days takes a whole number/],
+    [["--top", "x"], /--top takes a whole number from 1 to 100/],
+    [["--min-count", "-1"], /--min-count needs a value|--min-count takes/],
+    [["--scope", "mine"], /--scope takes current or all, not "mine"/],
+    [["--dayz", "3"], /unknown option --dayz/],
+    [["--days"], /--days needs a value/],
+    [["--days", "3", "--days", "4"], /--days given twice/],
+    [["7"], /unexpected argument "7"/],
+  ];
+  for (const [words, message] of bad)
+    assert.throws(
+      () => parseReportWords(words),
+      (e: Error) => e instanceof ReportOptionError && message.test(e.message),
+      words.join(" "),
+    );
+  assert.throws(() => reportOptions({ days: "3651" }), /from 1 to 3650/);
+});
