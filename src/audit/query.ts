@@ -10,6 +10,7 @@ import { createHmac } from "node:crypto";
 import { closeSync, existsSync, fstatSync, openSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import type { DatabaseSync as DatabaseSyncType } from "node:sqlite";
 import { STATE_DIR_NAME } from "../state/locations.ts";
 import { DATABASE_FILE, type DailyRow, KEY_FILE, SCHEMA_VERSION } from "./store.ts";
@@ -68,7 +69,11 @@ export function openAuditReader(dir: string): AuditRead {
   let db: DatabaseSyncType | undefined;
   try {
     const { DatabaseSync } = createRequire(import.meta.url)("node:sqlite") as typeof import("node:sqlite");
-    db = new DatabaseSync(path, { readOnly: true });
+    // Without a write-ahead log beside it every row is in the file itself: opened immutable, SQLite
+    // makes no -wal or -shm file beside it either. With one (a session is writing), read through it.
+    const url = pathToFileURL(path);
+    if (!existsSync(`${path}-wal`)) url.searchParams.set("immutable", "1");
+    db = new DatabaseSync(url, { readOnly: true });
     const version = (db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version;
     const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>;
     if (version === 0 && tables.length === 0) {

@@ -13,6 +13,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   doctor: async (argv, io) => (await import("./doctor.ts")).runDoctor(argv, io),
   sandbox: async (argv, io) => (await import("./sandbox.ts")).runSandbox(argv, io),
   undo: async (argv, io) => (await import("./undo.ts")).runUndo(argv, io),
+  audit: async (argv, io) => (await import("./audit.ts")).runAudit(argv, io),
 };
 
 export const MAIN_HELP = `Usage: pi-auto-mode <command> [options]
@@ -27,6 +28,8 @@ Commands:
            and how to fix what is wrong
   sandbox  run one command in the OS sandbox as the agent's bash would: -- COMMAND...
   undo     undo the last commands whose staged changes auto mode applied: [--cwd DIR] [N]
+  audit    the local audit: decisions, reviewer cost, friction and rule suggestions:
+           [--days N] [--top N] [--min-count N] [--scope current|all] [--json]
 
 Options:
   -h, --help     show this help (pi-auto-mode <command> --help for a command's)
