@@ -19,7 +19,7 @@ import type { AuditRecorder } from "./audit/recorder.ts";
 import { addUsage } from "./review/types.ts";
 import { createUsageLedger } from "./review/usage-ledger.ts";
 import type { heldEffectsReviewer as HeldEffectsReviewer, ReviewHook } from "./tools/review-call.ts";
-import { effectStore } from "./sandbox/effects/store.ts";
+import { effectStore } from "./sandbox/effects/store-paths.ts";
 import { undoBounds } from "./policy/config/load.ts";
 import { loadPolicyConfig } from "./policy/config/load.ts";
 import { followingGlobalState } from "./state/global.ts";
@@ -30,7 +30,7 @@ import { showStatus } from "./ui/status.ts";
 import { createCheckWidget } from "./ui/check-widget.ts";
 import { createSandboxedBashTool, isActiveBash } from "./tools/bash.ts";
 import { createTicketBook } from "./grants/tickets.ts";
-import { sharedController } from "./sandbox/controller.ts";
+import { deferredController } from "./sandbox/deferred-controller.ts";
 import { homedir } from "node:os";
 import { randomUUID } from "node:crypto";
 import { realpathSync } from "node:fs";
@@ -56,12 +56,15 @@ const realOr = (p: string) => {
   }
 };
 
+/** How long a headless session waits before loading the sandbox on its own. */
+const IDLE_LOAD_MS = 200;
+
 export default function autoMode(pi: ExtensionAPI): void {
   // The OS sandbox: one controller per process, whose probe picks the backend (P5, P16).
   // Global state is the durable, cross-process store under Pi's agent dir (P12).
-  const sandbox = sharedController();
-  // Started at load, not awaited: Pi starts without waiting for it.
-  void sandbox.ready();
+  // Loaded (with its probe) at the first shell command, or once Pi has been idle a moment after
+  // the session starts: a start-up never waits for it (deferred-controller.ts).
+  const sandbox = deferredController(async () => (await import("./sandbox/controller.ts")).sharedController());
   const sandboxOwner = `session-${randomUUID()}`;
   // Read once: the environment Pi started with is the user's, not the model's (install-trust.ts).
   const install = { root: packageRoot(), env: { ...process.env } };
@@ -81,9 +84,6 @@ export default function autoMode(pi: ExtensionAPI): void {
   const emit: Emit = (channel, data) => pi.events.emit(channel, data);
   // When each tool call reached the gate, for the decision event's duration.
   const callStarts = new Map<string, number>();
-  const bashTool = createSandboxedBashTool({
-    controller: () => sandbox,
-    admissions,
   // The local audit (README "Configuration"): loaded with the gate; a decision pays one in-memory push.
   let audit: AuditRecorder | undefined;
   // Its one warning (the audit turned itself off) goes where the session's other warnings go.
@@ -95,6 +95,9 @@ export default function autoMode(pi: ExtensionAPI): void {
       // A stale context: the audit is off either way.
     }
   };
+  const bashTool = createSandboxedBashTool({
+    controller: () => sandbox,
+    admissions,
     settings: () => pi.getSettings(),
     effects: {
       store: () => effectStore(getAgentDir()),
@@ -106,10 +109,10 @@ export default function autoMode(pi: ExtensionAPI): void {
       // Loaded when first needed: it brings the request's canonical form and the admission texts, which Pi's start need not pay for.
       onHeld: async ({ toolCallId, ctx, command }, kept) => {
         denials.held();
+        audit?.held(toolCallId, command, ctx.cwd);
         const { rememberHeld } = await import("./tools/held-effects.ts");
         rememberHeld(overrides, { toolCallId, ctx, command, home: homedir() }, kept);
       },
-        audit?.held(toolCallId, command, ctx.cwd);
     },
     // An unlisted destination, when the user opted in (sandbox.network.reviewUnlisted): the broker decides, once per connection.
     destinations:
@@ -188,8 +191,11 @@ export default function autoMode(pi: ExtensionAPI): void {
     refresh(ctx);
     const trust = trustIn(ctx);
     if (trust.kind === "writable" && !trust.optedIn && ctx.hasUI) ctx.ui.notify(`auto mode: ${installLine(trust)}`, "warning");
-    // The probe runs in the background from load; only a shell command waits for it (the gate).
-    void sandbox.ready().then(() => {
+    // The probe runs in the background; only a shell command waits for it (the gate). With a
+    // screen it starts as soon as the session has; without one (pi -p), when Pi is idle waiting
+    // for the model, so a run that never reaches a shell command never pays for it.
+    sandbox.loadWhenIdle(ctx.hasUI ? 0 : IDLE_LOAD_MS);
+    void sandbox.settled().then(() => {
       try {
         refresh(ctx);
         if (runtime.backend() === "unavailable" && ctx.hasUI)
@@ -231,13 +237,13 @@ export default function autoMode(pi: ExtensionAPI): void {
     inFlight.clear();
     checks.clear(ctx);
     unsubscribe();
+    audit?.flush();
     lastCtx = undefined;
     // The last session of the process drains the sandbox: running commands end, placeholders go.
     await sandbox.detach(sandboxOwner);
   });
   pi.on("session_tree", (_e, ctx) => {
     runtime.bump();
-    audit?.flush();
     checks.clear(ctx);
     // The branch now shown may end in another mode's entry (an `unrestricted` this runtime later
     // left, or one of an older runtime): a reload would restore that. Record the mode this runtime

@@ -5,8 +5,7 @@
 import type { ExtensionAPI, ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
 import { getAgentDir } from "@earendil-works/pi-coding-agent";
 import { realpathSync } from "node:fs";
-import { effectStore } from "../sandbox/effects/store.ts";
-import { listUndo, undoLast } from "../sandbox/effects/undo.ts";
+import { effectStore } from "../sandbox/effects/store-paths.ts";
 
 function say(ctx: ExtensionCommandContext, text: string, level: "info" | "warning" | "error" = "info"): void {
   if (ctx.hasUI) ctx.ui.notify(text, level);
@@ -26,6 +25,8 @@ export function registerUndoCommand(pi: ExtensionAPI): void {
         return;
       }
       const store = effectStore(getAgentDir());
+      // The undo machinery is loaded when the command runs, not with Pi.
+      const { listUndo, undoLast } = await import("../sandbox/effects/undo.ts");
       if (arg === "list") {
         const entries = listUndo(store, workspace);
         say(

@@ -111,12 +111,10 @@ export const TOOLS: Readonly<Record<BuiltinTool, ToolEntry>> = {
   },
 };
 
-const compiled = new Map(Object.entries(TOOLS).map(([name, t]) => [name, Compile(t.schema)]));
-
 /** Throws unless every example is taken and every counter-example refused. */
-export function checkExamples(tools: Readonly<Record<string, ToolEntry>>): void {
+export function checkExamples(tools: Readonly<Record<string, ToolEntry>>, checkerOf: (name: string) => Checker | undefined = () => undefined): void {
   for (const [name, t] of Object.entries(tools)) {
-    const check = Compile(t.schema);
+    const check = checkerOf(name) ?? Compile(t.schema);
     const problem = (input: unknown) => shapeProblem(t, check, input);
     for (const input of t.examples.take)
       if (problem(input) !== undefined) throw new Error(`tool catalogue: ${name} refuses its example ${JSON.stringify(input)}: ${problem(input)}`);
@@ -125,9 +123,21 @@ export function checkExamples(tools: Readonly<Record<string, ToolEntry>>): void 
   }
 }
 
-// The catalogue's examples hold, or nothing loads: a schema that refuses what Pi takes would
-// judge ordinary calls malformed, one that takes what Pi refuses would judge calls Pi never runs.
-checkExamples(TOOLS);
+type Checker = ReturnType<typeof Compile>;
+
+// Compiled and checked at the first call the gate judges, not when Pi loads the extension:
+// compiling eight schemas is a few milliseconds every start would pay. The catalogue's examples
+// hold, or every input is refused: a schema that refuses what Pi takes would judge ordinary calls
+// malformed, one that takes what Pi refuses would judge calls Pi never runs. A throw here reaches
+// the gate, which denies (P5).
+let compiled: ReadonlyMap<string, Checker> | undefined;
+function checkers(): ReadonlyMap<string, Checker> {
+  if (compiled) return compiled;
+  const made = new Map(Object.entries(TOOLS).map(([name, t]) => [name, Compile(t.schema)]));
+  checkExamples(TOOLS, (name) => made.get(name));
+  compiled = made;
+  return made;
+}
 
 export function builtinTool(name: string): BuiltinTool | undefined {
   return Object.hasOwn(TOOLS, name) ? (name as BuiltinTool) : undefined;
@@ -141,10 +151,10 @@ export const UNCONTAINED_SHELLS: ReadonlySet<string> = new Set(["powershell"]);
 
 /** Why Pi's tool would not take this input, or undefined when it would. */
 export function inputProblem(tool: BuiltinTool, input: unknown): string | undefined {
-  return shapeProblem(TOOLS[tool], compiled.get(tool)!, input);
+  return shapeProblem(TOOLS[tool], checkers().get(tool)!, input);
 }
 
-function shapeProblem(t: ToolEntry, check: ReturnType<typeof Compile>, input: unknown): string | undefined {
+function shapeProblem(t: ToolEntry, check: Checker, input: unknown): string | undefined {
   if (typeof input !== "object" || input === null || Array.isArray(input)) return "input is not an object";
   const value = t.normalize ? t.normalize(input as Record<string, unknown>) : input;
   if (check.Check(value)) return undefined;

@@ -21,8 +21,10 @@ import type { NetReport } from "../policy/network/types.ts";
 import type { BackendStatus, ProbeResult, RunRequest, SandboxDriver } from "./types.ts";
 import { createLinuxDriver } from "./linux/driver.ts";
 import { createMacDriver } from "./macos/driver.ts";
+import { CONTROLLER_PROTOCOL, refusingController, selectBackend } from "./backend.ts";
 
-export const CONTROLLER_PROTOCOL = 1;
+export { CONTROLLER_PROTOCOL, selectBackend };
+
 const SLOT = Symbol.for("pi-auto-mode:sandbox-controller");
 const DRAIN_TIMEOUT_MS = 5_000;
 const KILL_GRACE_MS = 2_000;
@@ -85,22 +87,6 @@ function defaultDriver(platform: string): SandboxDriver | undefined {
   if (platform === "linux") return createLinuxDriver();
   if (platform === "darwin") return createMacDriver();
   return undefined;
-}
-
-/** The backend for a platform and a probe verdict (pure; the truth table is tested). */
-export function selectBackend(platform: string, probe: ProbeResult | undefined | "pending"): BackendStatus {
-  if (platform !== "linux" && platform !== "darwin") return { backend: "review-only", reason: `no OS sandbox on ${platform}: every shell command is reviewed` };
-  if (probe === undefined || probe === "pending") return { backend: "unavailable", reason: "the sandbox probe has not finished" };
-  if (!probe.ok) return { backend: "unavailable", reason: probe.reason };
-  if (!probe.staging.available)
-    return {
-      backend: "sandboxed-unstaged",
-      reason: `${probe.driver}, probe passed ${probe.cached ? "(remembered from an earlier run)" : `in ${probe.ms} ms`}; the workspace cannot be staged (${probe.staging.reason}), so commands write it in place`,
-    };
-  return {
-    backend: "sandboxed",
-    reason: `${probe.driver} over a staged workspace (${probe.staging.how}), probe passed ${probe.cached ? "(remembered from an earlier run)" : `in ${probe.ms} ms`}`,
-  };
 }
 
 export function createController(opts: ControllerOptions = {}): SandboxController {
@@ -383,25 +369,6 @@ function onProcessExit(fn: () => void): void {
     });
   }
   g[EXIT_HOOKS].add(fn);
-}
-
-/** A controller that only ever refuses: what a second, incompatible copy of this package gets. */
-function refusingController(reason: string): SandboxController {
-  const s: BackendStatus = { backend: "unavailable", reason };
-  return {
-    protocol: CONTROLLER_PROTOCOL,
-    ready: async () => s,
-    status: () => s,
-    probeResult: () => undefined,
-    attach() {},
-    detach: async () => ({ ok: true }),
-    run: async () => ({ kind: "refused", reason }),
-    drain: async () => ({ ok: true }),
-    activeLeases: () => 0,
-    owners: () => [],
-    subscribe: () => () => {},
-    facts: () => [reason],
-  };
 }
 
 /**

@@ -38,7 +38,7 @@ function watchUi(): { ui: ExtensionUIContext; statuses: string[]; notes: string[
 }
 
 /** End a session the way Pi's runtime does: session_shutdown first, then dispose. */
-async function _quit(h: PiHarness): Promise<void> {
+async function quit(h: PiHarness): Promise<void> {
   await h.session.extensionRunner.emit({ type: "session_shutdown", reason: "quit" });
   await h.dispose();
 }
@@ -149,6 +149,9 @@ describe("the sandboxed backend, through a real AgentSession", () => {
 
   test("when the last session ends, the sandbox is drained and leaves nothing in the workspace", async (t) => {
     if (unavailableReason) return t.skip(`sandbox unavailable: ${unavailableReason}`);
+    // The earlier tests' sessions end first: a session loads the sandbox when it is idle, so one
+    // still open would attach to the controller made below and be counted as an owner.
+    for (const h of harnesses.splice(0)) await quit(h);
     resetSharedController();
     const first = await startPi({ responses: [call("bash", { command: "ls -a > listing.txt" }), done()] });
     const second = await startPi({ root: first.root, cwd: first.cwd, responses: [] });

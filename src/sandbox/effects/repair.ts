@@ -7,7 +7,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { loadPolicyConfig, undoBounds } from "../../policy/config/load.ts";
 import { discardRun, staleRuns } from "../stage.ts";
-import { effectStore } from "./store.ts";
+import { effectStore } from "./store-paths.ts";
 
 function alive(pid: number): boolean {
   try {

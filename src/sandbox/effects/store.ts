@@ -30,18 +30,9 @@ import lockfile from "proper-lockfile";
 import { DIR_FLAGS, notRegular, READ_FLAGS } from "../../state/durable-fs.ts";
 import { withLock, type Locked } from "../../state/lock.ts";
 import { dirname, join } from "node:path";
+import type { EffectStore } from "./store-paths.ts";
 
-export interface EffectStore {
-  readonly base: string;
-  readonly journalDir: string;
-  readonly undoRoot: string;
-  readonly lockDir: string;
-}
-
-export function effectStore(agentDir: string): EffectStore {
-  const base = join(agentDir, "auto-mode", "staging");
-  return { base, journalDir: join(base, "journal"), undoRoot: join(base, "undo"), lockDir: join(base, "locks") };
-}
+export { type EffectStore, effectStore } from "./store-paths.ts";
 
 /** A stable short name for a workspace (its real path). */
 export function workspaceKey(workspace: string): string {

@@ -308,3 +308,19 @@ describe("properties over random addresses", () => {
     );
   });
 });
+
+describe("ipVersion answers as node's isIP does (it asks only the family a text could be)", () => {
+  test("random IPv4, IPv6 and near-miss texts", async (t) => {
+    const { isIP } = await import("node:net");
+    const v6 = fc.ipV6();
+    const near = fc.stringMatching(/^[0-9a-fA-F:.]{0,20}$/);
+    await checkProperty(
+      t,
+      fc.property(fc.oneof(anyV4, v6, near, fc.domain(), fc.string()), (s) => {
+        const expected = s.includes("%") ? 0 : isIP(s);
+        assert.equal(ipVersion(s), expected, s);
+      }),
+      { runs: fuzzRuns(3000) },
+    );
+  });
+});
