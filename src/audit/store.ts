@@ -7,7 +7,7 @@
 // database it cannot read is left exactly as it was, since it may be the user's only record.
 
 import { createHmac, randomBytes } from "node:crypto";
-import { chmodSync, closeSync, existsSync, fstatSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from "node:fs";
+import { accessSync, chmodSync, closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import type { DatabaseSync as DatabaseSyncType } from "node:sqlite";
 import { createRequire } from "node:module";
@@ -355,6 +355,15 @@ export class AuditStore {
     this.key = this.loadKey(hadDatabase);
     if (!hadDatabase) closeSync(openSync(dbPath, "wx", 0o600));
     else if ((statSync(dbPath).mode & 0o077) !== 0) chmodSync(dbPath, 0o600);
+    // A database or folder it may not write is not opened: SQLite would still add its WAL and SHM files beside it.
+    if (hadDatabase) {
+      try {
+        accessSync(dbPath, constants.R_OK | constants.W_OK);
+        accessSync(this.dir, constants.W_OK);
+      } catch (e) {
+        throw new Error(`the audit database is read-only (${describe(e)})`);
+      }
+    }
     const db = new mod.DatabaseSync(dbPath, { timeout: BUSY_TIMEOUT_MS });
     try {
       // Reading the schema first: a foreign or corrupt file fails here, before anything is written to it.
