@@ -446,8 +446,12 @@ function asEscalation(r: GateResult): GateResult {
 /** The user's reviewer limits from auto-mode.json, in the engine's terms. */
 function reviewLimits(config: ConfigResult): Partial<EngineLimits> {
   if (!config.ok) return {};
-  const { maxInputTokens, deadlineMs } = config.config.reviewer;
-  return { ...(maxInputTokens !== undefined ? { budget: maxInputTokens as TokenBudget } : {}), ...(deadlineMs !== undefined ? { deadlineMs } : {}) };
+  const { maxInputTokens, deadlineMs, classifier } = config.config.reviewer;
+  return {
+    ...(maxInputTokens !== undefined ? { budget: maxInputTokens as TokenBudget } : {}),
+    ...(deadlineMs !== undefined ? { deadlineMs } : {}),
+    ...(classifier !== undefined ? { classifier } : {}),
+  };
 }
 
 /**

@@ -10,12 +10,16 @@ import { buildRequest } from "../request/canonical.ts";
 import type { GateResult } from "../policy/gate.ts";
 import type { Decision } from "../policy/types.ts";
 import type { CanonicalRequest } from "../request/canonical.ts";
-import { reviewAndAdmit, targetSummary, type ReviewAdmission } from "../grants/admit.ts";
+import { reviewAndAdmit, targetSummary, type ReviewAdmission, type UncertainQuestion } from "../grants/admit.ts";
+import { redact } from "../request/redact.ts";
 import { PROMPT_SHA256 } from "../review/prompt.ts";
 import type { EngineLimits } from "../review/engine.ts";
 import type { ReviewService } from "../review/service.ts";
 import { transcriptFromEntries } from "../review/transcript.ts";
 import {
+  type ClassifierJudgement,
+  engineOf,
+  type ReviewEngineKind,
   reviewerLabel,
   verdictAdmits,
   ZERO_USAGE,
@@ -53,6 +57,13 @@ export interface ReviewRecord {
   readonly durationMs: number;
   readonly promptSha256: string;
   readonly at: number;
+  /** Which engine judged: the chat reviewer or the classifier (null when no reviewer was set). */
+  readonly engine?: ReviewEngineKind | null;
+  /**
+   * The classifier engine's conditions: each one's probability, thresholds and band, the one that
+   * decided, whether the user's request cleared it, and any confirmation (null for the chat engine).
+   */
+  readonly classifier?: ClassifierJudgement | null;
 }
 
 export interface ReviewGateCall {
@@ -111,6 +122,9 @@ export function createReviewHook(deps: ReviewHookDeps): ReviewHook {
         service,
         models: piReviewerModels(ctx.modelRegistry),
         signal: ctx.signal,
+        // The one dialog an action decision may open (P4): only with a UI; the engine asks for it
+        // only when the user's own configuration set review.classifier.confirmUncertain.
+        ...(ctx.hasUI ? { confirm: (q: UncertainQuestion, signal: AbortSignal | undefined) => askUncertain(ctx, q, signal) } : {}),
         ...(limits ? { limits } : {}),
         bindingNow: async () => {
           const g = await deps.runtime.global.read();
@@ -145,9 +159,21 @@ export function createReviewHook(deps: ReviewHookDeps): ReviewHook {
       durationMs: review?.durationMs ?? 0,
       promptSha256: PROMPT_SHA256,
       at: Date.now(),
+      engine: review?.reviewer ? engineOf(review.reviewer) : null,
+      classifier: review?.classifier ?? null,
     });
     return admission;
   };
+}
+
+/** The one question about an uncertain classifier judgment, with every condition shown. */
+function askUncertain(ctx: ExtensionContext, q: UncertainQuestion, signal: AbortSignal | undefined): Promise<boolean> {
+  const lines = q.conditions.map(
+    (c) =>
+      `  ${c.id} (${c.severity}): ${c.probability === null ? "no answer" : c.probability.toFixed(2)} → ${c.band} (satisfied ≥ ${c.satisfiedAt}, rejected ≤ ${c.rejectedAt})`,
+  );
+  const message = redact([`${q.target}`, `The classifier ${q.reviewer} is uncertain about this call:`, ...lines, "", "Allow it to run once?"].join("\n"));
+  return ctx.ui.confirm("auto mode: allow this call?", message, signal ? { signal } : undefined);
 }
 
 /** A review's outcome as the check widget shows it. */

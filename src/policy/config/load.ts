@@ -22,7 +22,15 @@ export { PROJECT_CONFIG_FILE, USER_CONFIG_FILE };
 export interface PolicyConfig {
   readonly tmpRoot: string | undefined;
   /** Reviewer limits from the user file (a project cannot set them). */
-  readonly reviewer: { readonly maxInputTokens?: number; readonly deadlineMs?: number };
+  readonly reviewer: {
+    readonly maxInputTokens?: number;
+    readonly deadlineMs?: number;
+    /** The classifier engine's thresholds (checked: rejected below satisfied) and confirmUncertain. */
+    readonly classifier?: {
+      readonly thresholds?: Readonly<Record<string, { readonly satisfied: number; readonly rejected: number }>>;
+      readonly confirmUncertain?: boolean;
+    };
+  };
   /** The undo store's bounds from the user file. */
   readonly undo: { readonly maxCommands?: number; readonly maxBytes?: number };
   /** Extra protected path globs (absolute), from either file. */
@@ -230,6 +238,15 @@ function layer(loc: ConfigLocation, userPath: string, projectPath: string, user:
   if (!network.ok) return network;
   const globs = (list: readonly string[] | undefined) => (list ?? []).map((g) => resolve(loc.cwd, expandHome(g, loc.home)));
   const tmpRoot = u?.tmpRoot === undefined ? undefined : expandHome(u.tmpRoot, loc.home);
+  // A band needs room: at or below `rejected` is violated, at or above `satisfied` holds. Which
+  // conditions exist is the review layer's (a threshold for an unknown one denies its reviews).
+  for (const [id, t] of Object.entries(u?.review?.classifier?.thresholds ?? {}))
+    if (t.rejected >= t.satisfied)
+      return {
+        ok: false,
+        path: userPath,
+        message: `/review/classifier/thresholds/${id}: rejected (${t.rejected}) must be below satisfied (${t.satisfied})`,
+      };
   // A relative root would depend on whatever directory the process happens to run in.
   if (tmpRoot !== undefined && !isAbsolute(tmpRoot))
     return { ok: false, path: userPath, message: `/tmpRoot: must be absolute or start with "~/" (got ${JSON.stringify(u?.tmpRoot)})` };

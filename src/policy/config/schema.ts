@@ -55,6 +55,27 @@ export const UserConfigSchema = Type.Object(
         {
           maxInputTokens: Type.Optional(Type.Integer({ minimum: 2048, maximum: 32768 })),
           deadlineMs: Type.Optional(Type.Integer({ minimum: 1000, maximum: 600000 })),
+          // The classifier engine's bands and its one exception to "no dialog" (P4): the user's
+          // file only, since a project that could loosen a threshold or open a dialog would widen
+          // what the user allowed (P15).
+          classifier: Type.Optional(
+            Type.Object(
+              {
+                thresholds: Type.Optional(
+                  Type.Record(
+                    Type.String({ pattern: "^[a-z][a-z0-9_]{1,63}$" }),
+                    Type.Object(
+                      { satisfied: Type.Number({ minimum: 0, maximum: 1 }), rejected: Type.Number({ minimum: 0, maximum: 1 }) },
+                      { additionalProperties: false },
+                    ),
+                    { maxProperties: 32 },
+                  ),
+                ),
+                confirmUncertain: Type.Optional(Type.Boolean()),
+              },
+              { additionalProperties: false },
+            ),
+          ),
         },
         { additionalProperties: false },
       ),
