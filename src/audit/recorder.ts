@@ -157,23 +157,26 @@ function outcomeOf(r: CallRecord): Outcome {
 
 export function createAuditRecorder(opts: RecorderOptions): AuditRecorder {
   const now = opts.now ?? Date.now;
-  const noted = new Map<string, Noted>();
+  // Two generations instead of evicting one by one: a full one becomes the old one, the old one goes.
+  let noted = new Map<string, Noted>();
+  let older = new Map<string, Noted>();
   let buffer: Pending[] = [];
   let timer: ReturnType<typeof setTimeout> | undefined;
   const places = new Map<string, Places>();
   let bugTold = false;
 
-  const schedule = (ms: number) => {
-    if (timer) {
-      if (ms > 0) return;
-      clearTimeout(timer);
-    }
-    timer = setTimeout(flush, ms);
+  // The flush waiting (and how soon): a push only ever makes it sooner, once.
+  let soon = false;
+  const schedule = (now: boolean) => {
+    if (timer && (soon || !now)) return;
+    if (timer) clearTimeout(timer);
+    soon = now;
+    timer = setTimeout(flush, now ? 0 : FLUSH_DELAY_MS);
     timer.unref();
   };
   const push = (p: Pending) => {
     buffer.push(p);
-    schedule(buffer.length >= MAX_BUFFERED ? 0 : FLUSH_DELAY_MS);
+    schedule(buffer.length >= MAX_BUFFERED);
   };
 
   function placesOf(cwd: string, tmpRoot: string | undefined, agentDir: string): Places {
@@ -195,6 +198,7 @@ export function createAuditRecorder(opts: RecorderOptions): AuditRecorder {
   function flush(): void {
     if (timer) clearTimeout(timer);
     timer = undefined;
+    soon = false;
     if (buffer.length === 0) return;
     const items = buffer;
     buffer = [];
@@ -268,11 +272,14 @@ export function createAuditRecorder(opts: RecorderOptions): AuditRecorder {
     }
   }
 
-  const note = (id: string): Noted | undefined => noted.get(id);
+  const note = (id: string): Noted | undefined => noted.get(id) ?? older.get(id);
 
   return {
     noteCall(toolCallId, tool, input) {
-      if (noted.size >= MAX_NOTED) noted.delete(noted.keys().next().value!);
+      if (noted.size >= MAX_NOTED) {
+        older = noted;
+        noted = new Map();
+      }
       noted.set(toolCallId, { tool, input, decided: false, held: false, tokens: 0, reviewMs: 0 });
     },
     decision(r, cwd) {

@@ -10,7 +10,7 @@ import { after, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxProvider, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { auditDir, AuditStore, DATABASE_FILE, type DailyRow } from "../../src/audit/store.ts";
-import { createAuditRecorder, FLUSH_DELAY_MS } from "../../src/audit/recorder.ts";
+import { createAuditRecorder, FLUSH_DELAY_MS, MAX_BUFFERED } from "../../src/audit/recorder.ts";
 import type { CallRecord } from "../../src/grants/admit-call.ts";
 import { processGlobalState } from "../../src/state/global.ts";
 import { type PiHarness, toolResults } from "../helpers/pi-session.ts";
@@ -207,4 +207,34 @@ describe("the recorder off the decision path", () => {
       ["git rebase main", "review", "held-effects", "held", 1, 30, 5],
     ]);
   });
+});
+
+test("a full buffer is written at the next turn of the event loop, not on the call that filled it", async (t) => {
+  const root = mkdtempSync(join(tmpdir(), "audit-recorder-"));
+  t.after(() => rmSync(root, { recursive: true, force: true }));
+  const agentDir = join(root, "agent");
+  const cwd = join(root, "ws");
+  mkdirSync(cwd, { recursive: true });
+  const rec = createAuditRecorder({ agentDir: () => agentDir, home: join(root, "home"), warn: (m) => assert.fail(m) });
+  const r = (i: number): CallRecord => ({
+    toolCallId: `c${i}`,
+    parentToolCallId: undefined,
+    tool: "read",
+    mode: "auto",
+    route: "allow",
+    reason: "read-only",
+    outcome: "allowed",
+    hash: undefined,
+    message: "",
+  });
+  for (let i = 0; i < MAX_BUFFERED - 1; i++) rec.decision(r(i), cwd);
+  await new Promise((done) => setTimeout(done, 20));
+  assert.equal(existsSync(agentDir), false, "below the bound the write waits for its timer");
+  rec.decision(r(MAX_BUFFERED), cwd);
+  assert.equal(existsSync(agentDir), false, "not on the call that filled the buffer");
+  await new Promise((done) => setTimeout(done, 20));
+  assert.equal(
+    rowsOf(agentDir).reduce((n, row) => n + row.count, 0),
+    MAX_BUFFERED,
+  );
 });

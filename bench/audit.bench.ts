@@ -1,0 +1,111 @@
+// What the local audit adds to one decision (issue 15's figure: at most 5 % of the decision's
+// median), measured in one run on the same calls: the decision as the extension pays for it
+// (prepareGate + decide, like bench/decide.bench.ts) without the audit, and with the audit's work
+// on the decision path (the recorder's noteCall and decision: an in-memory push), interleaved call
+// by call so drift and other processes on the machine hit both alike. The write itself happens
+// off the decision path, at a flush; its cost is timed too and shown per decision, so nothing is
+// hidden: "amortized" is the decision path plus every flush's time divided by the decisions it wrote.
+//
+// Prints figures and asserts nothing.
+
+import { createAuditRecorder, MAX_BUFFERED } from "../src/audit/recorder.ts";
+import { generator } from "../src/eval/generate.ts";
+import { decideLikeTheExtension, evalSetup } from "../src/eval/score.ts";
+import { buildEvalWorkspace } from "../src/eval/workspace.ts";
+import type { CallRecord } from "../src/grants/admit-call.ts";
+
+const ROUNDS = 5;
+const CALLS = 2000;
+
+const w = buildEvalWorkspace();
+const setup = evalSetup(w);
+const next = generator(20240601);
+const calls = Array.from({ length: CALLS }, (_, i) =>
+  i % 4 === 3 ? { tool: "read", input: { path: `src/file${i % 50}.ts` } } : { tool: "bash", input: { command: next() } },
+);
+
+const warnings: string[] = [];
+const recorder = createAuditRecorder({ agentDir: () => w.agentDir, home: w.home, warn: (m) => warnings.push(m) });
+
+const ns = () => process.hrtime.bigint();
+const us = (a: bigint, b: bigint) => Number(b - a) / 1000;
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+};
+
+const bare: number[] = [];
+const audited: number[] = [];
+/** The audit's own work inside the audited decisions, timed alone. */
+const pushes: number[] = [];
+
+/** The decision and the record the gate makes of it (either way); with `audit`, also the audit's push. */
+function decideAndRecord(id: string, tool: string, input: unknown, audit: boolean): void {
+  const r = decideLikeTheExtension(tool, input, setup, "sandboxed");
+  const route = r.decision.route;
+  const rec: CallRecord = {
+    toolCallId: id,
+    parentToolCallId: undefined,
+    tool,
+    mode: "auto",
+    route,
+    reason: r.decision.reason,
+    outcome: route === "deny" ? "denied" : route === "sandbox" ? "sandboxed" : "allowed",
+    hash: r.request?.hash,
+    message: r.decision.message,
+  };
+  if (!audit) return;
+  const t0 = process.hrtime.bigint();
+  recorder.noteCall(id, tool, input);
+  recorder.decision(rec, w.ws);
+  pushes.push(Number(process.hrtime.bigint() - t0) / 1000);
+}
+
+// Warm-up: the JIT, the gate's caches, and the store (opened, created and written once).
+for (let i = 0; i < 3; i++) for (const c of calls) decideLikeTheExtension(c.tool, c.input, setup, "sandboxed");
+for (const [j, c] of calls.slice(0, 300).entries()) decideAndRecord(`warm${j}`, c.tool, c.input, true);
+recorder.flush();
+pushes.length = 0;
+
+let flushUs = 0;
+let written = 0;
+let id = 0;
+for (let round = 0; round < ROUNDS; round++) {
+  for (const [i, c] of calls.entries()) {
+    // Interleaved, and the order swapped every other call.
+    const first = (i + round) % 2 === 0;
+    for (const withAudit of first ? [false, true] : [true, false]) {
+      const t0 = ns();
+      decideAndRecord(withAudit ? `c${id++}` : "bare", c.tool, c.input, withAudit);
+      const t1 = ns();
+      (withAudit ? audited : bare).push(us(t0, t1));
+    }
+    // What the flush timer (or a full buffer) would do off the decision path, timed apart.
+    if (id % MAX_BUFFERED === 0) {
+      const t0 = ns();
+      recorder.flush();
+      flushUs += us(t0, ns());
+      written += MAX_BUFFERED;
+    }
+  }
+}
+const t0 = ns();
+recorder.flush();
+flushUs += us(t0, ns());
+written = id;
+
+const mBare = median(bare);
+const mAudited = median(audited);
+const hot = mAudited - mBare;
+const perFlushed = flushUs / written;
+const pct = (x: number) => `${((x / mBare) * 100).toFixed(2)} %`;
+console.log(`audit write cost per decision (${ROUNDS} rounds x ${CALLS} calls, interleaved; 3/4 generated bash, 1/4 read)`);
+console.log(`  decision without audit   median ${mBare.toFixed(2)} us`);
+console.log(`  decision with audit      median ${mAudited.toFixed(2)} us`);
+console.log(`  audit on the decision path: ${hot.toFixed(2)} us = ${pct(hot)} of the decision's median (difference of the medians; target <= 5 %)`);
+console.log(`  the audit's push alone (noteCall + decision), timed inside: median ${median(pushes).toFixed(2)} us = ${pct(median(pushes))}`);
+console.log(
+  `  flush (templates, classes, SQLite write), off the path: ${perFlushed.toFixed(2)} us per decision; amortized ${(hot + perFlushed).toFixed(2)} us = ${pct(hot + perFlushed)}`,
+);
+if (warnings.length > 0) console.log(`  warnings: ${warnings.join("; ")}`);
+w.dispose();
