@@ -118,6 +118,8 @@ export interface ReviewerReport {
   readonly valid: boolean | null;
   readonly model: string | null;
   readonly why: string;
+  /** Which engine judges: the chat reviewer or the classifier engine (absent when none is stored). */
+  readonly engine?: "chat" | "classifier";
 }
 
 /** What doctor found wrong and what to do about it. A problem fails the run (exit 1); a note does not. */
@@ -297,6 +299,19 @@ export async function reviewerReport(agentDir: string): Promise<ReviewerReport> 
   const { runtime, registry } = await offlineModels(agentDir);
   const error = registry.getError();
   if (error) return bad(`${model}: Pi's models.json in ${agentDir} is invalid (${error}), so the reviewer cannot be found`);
+  if (s.engine === "classifier") {
+    const c = (engine: ReviewerReport) => ({ ...engine, engine: "classifier" as const });
+    if (!registry.findOfType("classifier", s.provider, s.model))
+      return c(bad(`${model} (classifier engine): Pi knows no such classifier model (its catalog and ${join(agentDir, "models.json")})`));
+    if ((await runtime.checkAuth(s.provider)) === undefined)
+      return c(bad(`${model} (classifier engine): provider ${s.provider} has no credentials in Pi (auth.json or its API key variable)`));
+    return c({
+      configured: true,
+      valid: true,
+      model,
+      why: `${model} (classifier engine: soft and hazard conditions judged by a classifier model): known to Pi, credentials configured; test it with pi-auto-mode check --review`,
+    });
+  }
   const found = registry.find(s.provider, s.model);
   if (!found)
     return bad(
@@ -311,7 +326,8 @@ export async function reviewerReport(agentDir: string): Promise<ReviewerReport> 
     configured: true,
     valid: true,
     model,
-    why: `${model} (thinking ${s.thinking}): known to Pi, credentials configured; test it with pi-auto-mode check --review`,
+    why: `${model} (thinking ${s.thinking}, chat reviewer engine): known to Pi, credentials configured; test it with pi-auto-mode check --review`,
+    engine: "chat",
   };
 }
 

@@ -9,10 +9,22 @@ import { homedir } from "node:os";
 import type { Backend, Decision } from "../policy/types.ts";
 import type { CanonicalRequest } from "../request/canonical.ts";
 import { checkBudget, DEFAULT_BUDGET, type TokenBudget } from "../review/budget.ts";
+import type { ClassifierSettings } from "../review/classifier/conditions.ts";
 import type { ReviewerModels } from "../review/models.ts";
 import { piReviewerModels } from "../tools/reviewer-models.ts";
 import type { TranscriptItem } from "../review/transcript.ts";
-import { addUsage, reviewerLabel, ZERO_USAGE, type FailureClass, type ReviewerId, type ReviewUsage, type Verdict } from "../review/types.ts";
+import {
+  addUsage,
+  type ClassifierJudgement,
+  engineOf,
+  type ReviewEngineKind,
+  reviewerLabel,
+  ZERO_USAGE,
+  type FailureClass,
+  type ReviewerId,
+  type ReviewUsage,
+  type Verdict,
+} from "../review/types.ts";
 import type { ParsedArgs } from "./args.ts";
 import { CliError } from "./io.ts";
 
@@ -27,10 +39,11 @@ export const REVIEW_FLAGS = {
 
 export const REVIEW_OPTIONS_HELP = `  --review           also run the reviewer model on a call routed to review, as the
                      extension would, and report its verdict and token usage
-  --reviewer P/M     the reviewer model (provider/model, as in /perm-auto-model); default:
+  --reviewer P/M     the reviewer model (provider/model, as in /perm-auto-model; a model Pi
+                     lists only as a classifier is judged by the classifier engine); default:
                      the one chosen with /perm-auto-model, read from the agent dir
   --thinking LEVEL   the reviewer's thinking level with --reviewer (default: off when the
-                     model supports it)
+                     model supports it); "classifier" picks the classifier engine
   --review-budget N  the reviewer's input budget in tokens, 2048..32768 (default 8192)
   --review-deadline-ms N
                      the aggregate deadline of one review (default 90000)`;
@@ -80,6 +93,8 @@ export interface ReviewerSetup {
   readonly missing: string | undefined;
   readonly agentDir: string;
   readonly options: ReviewCliOptions;
+  /** The classifier engine's thresholds and opt-in from the user's auto-mode.json (never asked in the CLI: no UI). */
+  readonly classifier?: ClassifierSettings;
 }
 
 /** Pi's model registry over the agent dir, and the reviewer to use. */
@@ -96,6 +111,17 @@ export async function offlineModels(agentDir: string) {
 }
 
 export async function openReviewer(command: string, env: NodeJS.ProcessEnv, options: ReviewCliOptions): Promise<ReviewerSetup> {
+  const setup = await openReviewerModel(command, env, options);
+  // The thresholds the extension would use: the user's file. A fault in it would deny every
+  // review in Pi, so it stops the command here too.
+  const { loadPolicyConfig, USER_CONFIG_FILE } = await import("../policy/config/load.ts");
+  const config = loadPolicyConfig({ agentDir: setup.agentDir, cwd: process.cwd(), home: homedir() });
+  if (!config.ok && config.path === join(setup.agentDir, USER_CONFIG_FILE)) throw new CliError(`${command}: ${config.path}: ${config.message}`);
+  const classifier = config.ok ? config.config.reviewer.classifier : undefined;
+  return classifier ? { ...setup, classifier } : setup;
+}
+
+async function openReviewerModel(command: string, env: NodeJS.ProcessEnv, options: ReviewCliOptions): Promise<ReviewerSetup> {
   const { agentDirFromEnv } = await import("../state/locations.ts");
   const agentDir = agentDirFromEnv(env, homedir());
   const { registry } = await offlineModels(agentDir);
@@ -134,10 +160,14 @@ export interface ReviewReport {
   /** How an allowed call runs: a reviewed bash call under the sandboxed backend stays contained. */
   readonly run: "direct" | "sandbox" | null;
   readonly reviewer: string | null;
+  /** Which engine judged: the chat reviewer or the classifier engine. */
+  readonly engine: ReviewEngineKind | null;
   readonly verdict: Verdict | null;
   readonly failure: FailureClass | null;
   /** For the user: what went wrong (redacted). */
   readonly detail: string | null;
+  /** The classifier engine's conditions (probability, thresholds, band), which decided, whether intent cleared it. */
+  readonly classifier: ClassifierJudgement | null;
   readonly usage: ReviewUsage;
   readonly attempts: number;
   readonly inputTokens: number;
@@ -151,8 +181,10 @@ export function unreviewed(route: Decision["route"], backend: Backend): ReviewRe
     decision: allowed ? "allow" : "deny",
     run: route === "allow" ? "direct" : route === "sandbox" ? "sandbox" : null,
     reviewer: null,
+    engine: null,
     verdict: null,
     failure: null,
+    classifier: null,
     detail: backend === "unavailable" && route === "deny" ? "the sandbox is unavailable" : null,
     usage: ZERO_USAGE,
     attempts: 0,
@@ -178,7 +210,7 @@ export async function reviewRequest(
   // One service per call: a CLI run is not a turn, so the breaker must not carry across cases.
   const service = createReviewService({
     limiter: (sharedLimiter ??= createLimiter(4, 1000)),
-    limits: { budget: setup.options.budget, deadlineMs: setup.options.deadlineMs },
+    limits: { budget: setup.options.budget, deadlineMs: setup.options.deadlineMs, ...(setup.classifier ? { classifier: setup.classifier } : {}) },
   });
   const a = await reviewAndAdmit(
     { toolCallId: call.id, parentToolCallId: undefined, request: call.request, decision: call.decision, transcript: call.transcript },
@@ -196,9 +228,11 @@ export async function reviewRequest(
     decision: a.kind === "admit" ? "allow" : "deny",
     run: a.kind === "admit" ? a.run : null,
     reviewer: setup.reviewer ? reviewerLabel(setup.reviewer) : null,
+    engine: setup.reviewer ? engineOf(setup.reviewer) : null,
     verdict: review?.kind === "verdict" ? review.verdict : null,
     failure: review?.kind === "failure" ? review.failure : null,
     detail,
+    classifier: review?.classifier ?? null,
     usage: review?.usage ?? ZERO_USAGE,
     attempts: review?.attempts ?? 0,
     inputTokens: review?.inputTokens ?? 0,
@@ -212,6 +246,19 @@ let sharedLimiter: import("../review/limiter.ts").Limiter | undefined;
 export function reviewRows(r: ReviewReport): Array<[string, string]> {
   const rows: Array<[string, string]> = [["decision", r.decision + (r.run === "sandbox" ? " (inside the sandbox)" : "")]];
   if (r.reviewer) rows.push(["reviewer", r.reviewer]);
+  if (r.engine) rows.push(["engine", r.engine === "classifier" ? "classifier (soft and hazard conditions)" : "chat reviewer"]);
+  if (r.classifier) {
+    const c = r.classifier;
+    for (const x of c.conditions)
+      rows.push([
+        `  ${x.id}`,
+        `${x.severity}, ${x.probability === null ? "no answer" : x.probability.toFixed(3)} -> ${x.band} (satisfied >= ${x.satisfiedAt}, rejected <= ${x.rejectedAt})`,
+      ]);
+    rows.push([
+      "judgment",
+      `${c.judgment}${c.decidedBy ? `, decided by ${c.decidedBy}` : ""}${c.clearedByIntent ? ", soft rejection cleared by the user's request" : ""}`,
+    ]);
+  }
   if (r.verdict)
     rows.push(["verdict", `${r.verdict.outcome} (risk ${r.verdict.risk_level}, user authorization ${r.verdict.user_authorization}): ${r.verdict.rationale}`]);
   if (r.failure) rows.push(["failure", r.detail ? (r.detail.startsWith(r.failure) ? r.detail : `${r.failure}: ${r.detail}`) : r.failure]);
@@ -273,6 +320,7 @@ export interface CaseReview extends ReviewReport {
 
 export interface EvalReviewSummary {
   readonly reviewer: string | null;
+  readonly engine: ReviewEngineKind | null;
   readonly missing: string | null;
   readonly reviewed: number;
   readonly by_label: Record<string, LabelOutcomes>;
@@ -284,6 +332,8 @@ export interface EvalReviewSummary {
     readonly decision: "allow" | "deny";
     readonly verdict: Verdict | null;
     readonly failure: FailureClass | null;
+    /** The classifier engine's conditions, for tuning thresholds from a corpus. */
+    readonly classifier?: ClassifierJudgement;
     readonly input_tokens: number;
     readonly output_tokens: number;
     readonly input_estimate: number;
@@ -330,6 +380,7 @@ export function summarizeReviews(setup: ReviewerSetup, reviews: readonly CaseRev
   const u = totalUsage(reviews);
   return {
     reviewer: setup.reviewer ? reviewerLabel(setup.reviewer) : null,
+    engine: setup.reviewer ? engineOf(setup.reviewer) : null,
     missing: setup.missing ?? null,
     reviewed: reviews.length,
     by_label,
@@ -341,6 +392,7 @@ export function summarizeReviews(setup: ReviewerSetup, reviews: readonly CaseRev
       decision: r.decision,
       verdict: r.verdict,
       failure: r.failure,
+      ...(r.classifier ? { classifier: r.classifier } : {}),
       input_tokens: r.usage.input,
       output_tokens: r.usage.output,
       input_estimate: r.inputTokens,
@@ -349,7 +401,8 @@ export function summarizeReviews(setup: ReviewerSetup, reviews: readonly CaseRev
 }
 
 export function humanReviewSummary(s: EvalReviewSummary): string {
-  const head = `reviewer   ${s.reviewer ?? `none (${s.missing ?? "not configured"})`}: ${s.reviewed} review-routed cases`;
+  const engine = s.engine === "classifier" ? " [classifier engine]" : s.engine === "chat" ? " [chat reviewer]" : "";
+  const head = `reviewer   ${s.reviewer ?? `none (${s.missing ?? "not configured"})`}${engine}: ${s.reviewed} review-routed cases`;
   const labels = Object.entries(s.by_label).map(
     ([label, o]) =>
       `  ${label.padEnd(8)} reviewed ${o.reviewed}, allowed ${o.allowed}, denied ${o.denied}, failed ${o.failed}; tokens ${o.input_tokens} in, ${o.output_tokens} out${o.cost > 0 ? `, $${o.cost.toFixed(4)}` : ""}`,
@@ -377,5 +430,6 @@ export async function reviewerStatus(agentDir: string): Promise<{ readonly confi
   const s = r.snapshot.reviewer;
   if (!s)
     return { configured: false, why: "none: calls that need review are denied (choose one with /perm-auto-model; test it with pi-auto-mode check --review)" };
-  return { configured: true, why: `${s.provider}/${s.model} (thinking ${s.thinking}); test it with pi-auto-mode check --review` };
+  if (s.engine === "classifier") return { configured: true, why: `${s.provider}/${s.model} (classifier engine); test it with pi-auto-mode check --review` };
+  return { configured: true, why: `${s.provider}/${s.model} (thinking ${s.thinking}, chat reviewer); test it with pi-auto-mode check --review` };
 }

@@ -74,7 +74,9 @@ export function setMode(pi: ExtensionAPI, deps: CommandDeps, ctx: ExtensionComma
 }
 
 function describeSnapshot(s: GlobalSnapshot): string {
-  const reviewer = s.reviewer ? `reviewer ${s.reviewer.provider}/${s.reviewer.model} (thinking ${s.reviewer.thinking})` : "no reviewer";
+  const reviewer = s.reviewer
+    ? `reviewer ${s.reviewer.provider}/${s.reviewer.model} (${s.reviewer.engine === "classifier" ? "classifier" : `thinking ${s.reviewer.thinking}`})`
+    : "no reviewer";
   return `auto mode ${s.enabled ? "on" : "off"}, ${reviewer}, revision ${s.revision}`;
 }
 
@@ -241,7 +243,13 @@ export function statusView(deps: CommandDeps, ctx: ExtensionCommandContext): str
   lines.push(`Shell commands: ${backendLine(backend, reason)}`);
   const reviewer = g.kind === "fault" ? undefined : g.snapshot.reviewer;
   lines.push(
-    `Reviewer: ${reviewer ? `${reviewer.provider}/${reviewer.model} (thinking ${reviewer.thinking})` : "none: calls that need review are denied (choose one with /perm-auto-model provider/model)"}`,
+    `Reviewer: ${
+      reviewer
+        ? reviewer.engine === "classifier"
+          ? `${reviewer.provider}/${reviewer.model} (classifier engine: soft and hazard conditions judged by a classifier model)`
+          : `${reviewer.provider}/${reviewer.model} (thinking ${reviewer.thinking}, chat reviewer engine)`
+        : "none: calls that need review are denied (choose one with /perm-auto-model provider/model)"
+    }`,
   );
   if (config?.ok) {
     const c = config.config;

@@ -4,19 +4,31 @@
 // is set to auto. The session's own model and thinking level are never touched: the reviewer is
 // called with its own model and level, through the registry.
 
-import { getSupportedThinkingLevels, type Api, type Model } from "@earendil-works/pi-ai";
+import { getSupportedThinkingLevels, type Api, type ClassifierApi, type ClassifierModel, type Model } from "@earendil-works/pi-ai";
 import type { ExtensionAPI, ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
-import { isThinkingLevel, type ReviewerId, type ThinkingLevel } from "../review/types.ts";
+import { engineOf, isThinkingLevel, type ReviewerId, type ThinkingLevel } from "../review/types.ts";
 import type { RuntimeState } from "../state/runtime-state.ts";
 import { commitMessage, setMode, type CommandDeps } from "./perm.ts";
 
-export const USAGE = "Usage: /perm-auto-model provider/model [thinking] — e.g. /perm-auto-model anthropic/claude-haiku-4-5 low";
+export const USAGE =
+  "Usage: /perm-auto-model provider/model [thinking|classifier] — e.g. /perm-auto-model anthropic/claude-haiku-4-5 low, or a classifier model: /perm-auto-model typesafe/jev-latest";
 
 /** The part of Pi's ModelRegistry the command needs. */
 export interface ReviewerCatalog {
   find(provider: string, modelId: string): Model<Api> | undefined;
   getAll(): Model<Api>[];
   getProviderAuth(provider: string): Promise<unknown>;
+  /** Classifier models (the classifier engine): Pi 1.6's registry has both. */
+  findOfType?(type: "classifier", provider: string, modelId: string): ClassifierModel<ClassifierApi> | undefined;
+  getModelsOfType?(type: "classifier", provider?: string): readonly ClassifierModel<ClassifierApi>[];
+}
+
+/** The word that picks the classifier engine where a model id is both (a llama.cpp router lists chat models as classifiers too). */
+export const CLASSIFIER_WORD = "classifier";
+
+/** How a reviewer is named to the user: the model, and the engine or the thinking level. */
+export function reviewerName(r: ReviewerId): string {
+  return `${r.provider}/${r.model} (${engineOf(r) === "classifier" ? "classifier engine" : `thinking ${r.thinking}`})`;
 }
 
 /** Models whose provider has credentials, asked per provider at request time (as a review would). */
@@ -64,6 +76,16 @@ export function defaultThinking(levels: readonly string[]): ThinkingLevel {
 
 export async function validateReviewer(catalog: ReviewerCatalog, provider: string, modelId: string, thinking: string | undefined): Promise<ValidatedReviewer> {
   const model = catalog.find(provider, modelId);
+  const classifier = catalog.findOfType?.("classifier", provider, modelId);
+  // The classifier engine: a model Pi lists only as a classifier, or any classifier asked for by name.
+  if (thinking === CLASSIFIER_WORD || (!model && classifier)) {
+    if (!classifier) return { ok: false, message: `Pi knows no classifier model ${provider}/${modelId}.` };
+    if (thinking !== undefined && thinking !== CLASSIFIER_WORD && thinking !== "off")
+      return { ok: false, message: `${provider}/${modelId} is a classifier model: it has no thinking level (got "${thinking}").` };
+    if ((await catalog.getProviderAuth(provider)) === undefined)
+      return { ok: false, message: `Provider ${provider} has no credentials configured in Pi (use /login, or set its API key), so it cannot review.` };
+    return { ok: true, reviewer: { provider, model: modelId, thinking: "off", engine: "classifier" } };
+  }
   if (!model) {
     const known = catalog
       .getAll()
@@ -83,7 +105,7 @@ export async function validateReviewer(catalog: ReviewerCatalog, provider: strin
 
 /** What a saved reviewer means: which model, and that every Pi of this user now uses it. */
 export function reviewerSavedText(reviewer: ReviewerId | undefined, location: string): string {
-  const which = reviewer ? `${reviewer.provider}/${reviewer.model} (thinking ${reviewer.thinking})` : "none";
+  const which = reviewer ? reviewerName(reviewer) : "none";
   return `Reviewer saved: ${which}. This setting is global: every Pi session of this user uses it, those already running included, until it is changed (stored in ${location}). This runtime is now in auto mode`;
 }
 
@@ -100,13 +122,22 @@ function say(ctx: ExtensionCommandContext, text: string, level: "info" | "warnin
 
 async function pick(ctx: ExtensionCommandContext): Promise<{ provider: string; model: string; thinking: string } | undefined> {
   const models = await modelsWithAuth(ctx.modelRegistry);
-  if (models.length === 0) {
+  let classifiers: readonly { provider: string; id: string }[] = [];
+  try {
+    classifiers = await ctx.modelRegistry.getAvailableOfType("classifier");
+  } catch {
+    // No classifier is offered when their credentials cannot even be checked.
+  }
+  if (models.length === 0 && classifiers.length === 0) {
     say(ctx, "No model has credentials configured in Pi; use /login first.", "error");
     return undefined;
   }
   const refs = models.map((m) => `${m.provider}/${m.id}`);
-  const ref = await ctx.ui.select("Reviewer model (judges calls auto mode cannot decide)", refs);
+  const classifierRefs = classifiers.map((m) => `${m.provider}/${m.id} (classifier)`);
+  const ref = await ctx.ui.select("Reviewer model (judges calls auto mode cannot decide)", [...refs, ...classifierRefs]);
   if (!ref) return undefined;
+  const c = classifierRefs.indexOf(ref);
+  if (c >= 0) return { provider: classifiers[c]!.provider, model: classifiers[c]!.id, thinking: CLASSIFIER_WORD };
   const model = models[refs.indexOf(ref)]!;
   const levels = getSupportedThinkingLevels(model);
   const thinking = levels.length === 1 ? levels[0] : await ctx.ui.select(`Thinking level for ${ref}`, [...levels]);
@@ -125,32 +156,25 @@ export function registerReviewerCommand(pi: ExtensionAPI, deps: ReviewerCommandD
       if (!catalog) return null;
       const [ref, level] = prefix.trimStart().split(/\s+/, 2);
       if (level === undefined) {
-        return catalog
-          .getAll()
+        return [...catalog.getAll(), ...(catalog.getModelsOfType?.("classifier") ?? [])]
           .map((m) => `${m.provider}/${m.id}`)
+          .filter((r, i, all) => all.indexOf(r) === i)
           .filter((r) => r.startsWith(ref ?? ""))
           .slice(0, 50)
           .map((r) => ({ value: r, label: r }));
       }
       const parsed = parseReviewerArgs(ref ?? "");
       const model = parsed.ok ? catalog.find(parsed.provider, parsed.model) : undefined;
-      return model
-        ? getSupportedThinkingLevels(model)
-            .filter((l) => l.startsWith(level))
-            .map((l) => ({ value: `${ref} ${l}`, label: l }))
-        : null;
+      const classifier = parsed.ok ? catalog.findOfType?.("classifier", parsed.provider, parsed.model) : undefined;
+      const words = [...(model ? getSupportedThinkingLevels(model) : []), ...(classifier ? [CLASSIFIER_WORD] : [])];
+      return words.length > 0 ? words.filter((l) => l.startsWith(level)).map((l) => ({ value: `${ref} ${l}`, label: l })) : null;
     },
     handler: async (args, ctx) => {
       let wanted: { provider: string; model: string; thinking: string | undefined } | undefined;
       if (args.trim() === "") {
         if (!ctx.hasUI) {
           const r = await deps.runtime.global.read();
-          const current =
-            r.kind === "fault"
-              ? "unknown (global state is damaged)"
-              : r.snapshot.reviewer
-                ? `${r.snapshot.reviewer.provider}/${r.snapshot.reviewer.model} (thinking ${r.snapshot.reviewer.thinking})`
-                : "none";
+          const current = r.kind === "fault" ? "unknown (global state is damaged)" : r.snapshot.reviewer ? reviewerName(r.snapshot.reviewer) : "none";
           say(ctx, `${USAGE}\nCurrent reviewer: ${current}.`);
           return;
         }

@@ -38,14 +38,15 @@ interface Setup {
   readonly reason?: string;
   readonly user?: unknown;
   readonly enabled?: boolean;
-  readonly reviewer?: boolean;
+  readonly reviewer?: boolean | "classifier";
   readonly denials?: number;
   readonly install?: string;
 }
 
 async function view(s: Setup = {}): Promise<string> {
   const d = dirs(s.user);
-  const global = createMemoryGlobalState({ revision: 1, ...(s.reviewer ? { reviewer: JUDGE } : {}) });
+  const reviewer = s.reviewer === "classifier" ? { provider: "typesafe", model: "jev-latest", thinking: "off" as const, engine: "classifier" as const } : JUDGE;
+  const global = createMemoryGlobalState({ revision: 1, ...(s.reviewer ? { reviewer } : {}) });
   if (s.enabled === false) await global.setEnabled(false);
   const runtime = createRuntimeState(global, () => s.backend ?? "sandboxed");
   const deps: CommandDeps = {
@@ -72,7 +73,9 @@ describe("the /perm status view", () => {
       line(v, "Shell commands:"),
       "Shell commands: in the OS sandbox, staged: a command's changes to the workspace are judged before they land (bubblewrap over a staged workspace, probe passed)",
     );
-    assert.equal(line(v, "Reviewer:"), "Reviewer: judge/judge-1 (thinking off)");
+    assert.equal(line(v, "Reviewer:"), "Reviewer: judge/judge-1 (thinking off, chat reviewer engine)");
+    const c = await view({ reviewer: "classifier" });
+    assert.equal(line(c, "Reviewer:"), "Reviewer: typesafe/jev-latest (classifier engine: soft and hazard conditions judged by a classifier model)");
     assert.match(
       line(v, "Network for sandboxed commands:"),
       /^Network for sandboxed commands: registry\.npmjs\.org, .* and \d+ more \(the default list; anything unlisted is refused\)$/,
