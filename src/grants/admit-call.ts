@@ -108,9 +108,6 @@ export interface AdmitDeps {
   readonly resetBreaker?: () => void;
 }
 
-/** Tools whose route depends on the sandbox backend. */
-const BACKEND_BOUND = new Set(["bash", "powershell"]);
-
 /** Modes in which a `review` route goes to the reviewer (not off, unrestricted or at fault). */
 const REVIEWING: ReadonlySet<EffectiveMode> = new Set(["auto", "auto-review-only", "auto-sandbox-unavailable"]);
 
@@ -159,7 +156,10 @@ export function createCallGate(deps: AdmitDeps): (call: GateCall, env: CallEnv) 
       issue(deps, call, { passed: "allowed", host: "gate-off", backend: runtime.backend() });
       return { kind: "run-here" };
     }
-    if (BACKEND_BOUND.has(call.toolName)) await deps.ready?.();
+    // Every call waits for the sandbox's probe, not only a shell command: the mode a verdict is
+    // bound to follows the backend, and a backend that settles while a call is reviewed would
+    // void the review (the sandbox loads at the first call or when Pi is idle).
+    await deps.ready?.();
     const gate = gateFor(deps, call.cwd, tmpRoot);
     // Every judgement of this call, the first and the re-judgements at review, is guarded the same way.
     const judge = (): GateResult => {
