@@ -73,3 +73,23 @@ describe("/perm-auto-model with a classifier model", () => {
     assert.equal(parseConfig(text.replace('"classifier"', '"chat"')).kind, "malformed");
   });
 });
+
+describe("doctor names the engine", () => {
+  test("a stored classifier reviewer is checked as a classifier and reported as the classifier engine", async () => {
+    const { reviewerReport } = await import("../../../src/cli/doctor.ts");
+    const { processGlobalState } = await import("../../../src/state/global.ts");
+    const { writeFileSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    const dir = tempAgentDir();
+    writeFileSync(join(dir, "models.json"), JSON.stringify(classifierModelsJson(at)));
+    await processGlobalState(dir).setReviewer({ provider: "typesafe", model: "jev-latest", thinking: "off", engine: "classifier" });
+    const r = await reviewerReport(dir);
+    assert.equal(r.valid, true, r.why);
+    assert.equal(r.engine, "classifier");
+    assert.match(r.why, /classifier engine/);
+    await processGlobalState(dir).setReviewer({ provider: "typesafe", model: "jev-gone", thinking: "off", engine: "classifier" });
+    const gone = await reviewerReport(dir);
+    assert.equal(gone.valid, false);
+    assert.match(gone.why, /no such classifier model/);
+  });
+});
