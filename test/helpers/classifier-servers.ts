@@ -50,7 +50,9 @@ export type ClassifierStep =
   /** The connection is destroyed after the request was read: no status line at all. */
   | { readonly kind: "reset" }
   /** The request is read and never answered. */
-  | { readonly kind: "hang" };
+  | { readonly kind: "hang" }
+  /** The step chosen from the request itself (for requests whose order is not fixed, e.g. an eval's pool). */
+  | { readonly kind: "by"; readonly step: (req: ClassifierRequest) => ClassifierStep };
 
 export interface ClassifierRequest {
   readonly method: string;
@@ -182,7 +184,8 @@ export async function startClassifierServer(api: ClassifierWireApi): Promise<Cla
         state: stateOf(api, body),
       };
       received.push(r);
-      const step = queue.shift() ?? fallback ?? NO_SCRIPT;
+      let step = queue.shift() ?? fallback ?? NO_SCRIPT;
+      while (step.kind === "by") step = step.step(r);
       switch (step.kind) {
         case "answer": {
           const send = () => {
