@@ -1,0 +1,303 @@
+// The classifier engine in a real Pi AgentSession (issue 16): this package's extension loaded from
+// its entry, Pi's own classifier models moved onto loopback servers through the agent dir's
+// models.json (typesafe/jev-latest over typesafe-system-one, openai/gpt-6-luna over
+// openai-decisions), the engine chosen with /perm-auto-model as a user would. A custom tool the
+// gate cannot know (deploy_service) is always reviewed. What is shown: the engine is selected and
+// stored; a reviewed call allowed runs once, one denied never runs; no dialog opens unless the
+// user's own configuration opted in to confirming uncertain judgments, and then exactly one; a
+// switch of engine while a verdict is pending denies the call that verdict was for (P8).
+
+import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, describe, test } from "node:test";
+import { fauxAssistantMessage, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
+import type { ExtensionUIContext } from "@earendil-works/pi-coding-agent";
+import { processGlobalState } from "../../src/state/global.ts";
+import { REVIEW_ENTRY_TYPE, type ReviewRecord } from "../../src/tools/review-call.ts";
+import type { ReviewerId } from "../../src/review/types.ts";
+import type { ClassifierServer } from "../helpers/classifier-servers.ts";
+import { startClassifierServer } from "../helpers/classifier-servers.ts";
+import { answerStep, HAZARD, INTENT_ID, inBand, SOFT, writeClassifierModels } from "../helpers/classifier-models.ts";
+import { makeRoot, startPi, toolResults, type PiHarness } from "../helpers/pi-session.ts";
+import { deployTool } from "../helpers/tools.ts";
+import { recordingUi } from "../helpers/ui.ts";
+
+const call = (name: string, args: Parameters<typeof fauxToolCall>[1]) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });
+const done = (text = "done") => fauxAssistantMessage([fauxText(text)]);
+
+const JEV_REVIEWER: ReviewerId = { provider: "typesafe", model: "jev-latest", thinking: "off", engine: "classifier" };
+const LUNA_REVIEWER: ReviewerId = { provider: "openai", model: "gpt-6-luna", thinking: "off", engine: "classifier" };
+
+const harnesses: PiHarness[] = [];
+const servers: ClassifierServer[] = [];
+after(async () => {
+  for (const h of harnesses) await h.dispose();
+  for (const s of servers) await s.close();
+});
+
+interface World {
+  readonly h: PiHarness;
+  readonly typesafe: ClassifierServer;
+  readonly decisions: ClassifierServer;
+  readonly runs: Array<Record<string, unknown>>;
+  readonly confirms: Array<{ title: string; message: string }>;
+  readonly dialogs: string[];
+}
+
+/**
+ * A session over both loopback classifiers. `ui`: an RPC-like UI that records every dialog and
+ * answers a confirm with `confirmAnswer`; without it the session has no UI. `confirmUncertain`
+ * goes into the user's own auto-mode.json.
+ */
+async function world(opts: { ui?: boolean; confirmAnswer?: boolean; confirmUncertain?: boolean } = {}): Promise<World> {
+  const typesafe = await startClassifierServer("typesafe-system-one");
+  const decisions = await startClassifierServer("openai-decisions");
+  servers.push(typesafe, decisions);
+  const { root, cwd, agentDir } = makeRoot("pi-auto-mode-classifier-e2e-");
+  writeClassifierModels(agentDir, { typesafe: typesafe.baseUrl, decisions: decisions.baseUrl });
+  if (opts.confirmUncertain !== undefined)
+    writeFileSync(join(agentDir, "auto-mode.json"), JSON.stringify({ version: 1, review: { classifier: { confirmUncertain: opts.confirmUncertain } } }));
+  const deploy = deployTool();
+  const confirms: Array<{ title: string; message: string }> = [];
+  const rec = recordingUi();
+  const uiContext: ExtensionUIContext | undefined = opts.ui
+    ? {
+        ...rec.ui,
+        confirm: async (title: string, message: string) => {
+          rec.dialogs.push(`confirm ${title}`);
+          confirms.push({ title, message });
+          return opts.confirmAnswer ?? false;
+        },
+      }
+    : undefined;
+  const h = await startPi({
+    root,
+    cwd,
+    extensionFactories: [deploy.factory],
+    tools: ["read", "bash", "deploy_service"],
+    ...(uiContext ? { uiContext, mode: "rpc" as const } : {}),
+  });
+  harnesses.push(h);
+  return { h, typesafe, decisions, runs: deploy.calls, confirms, dialogs: rec.dialogs };
+}
+
+async function storedReviewer(h: PiHarness): Promise<ReviewerId | undefined> {
+  const r = await processGlobalState(h.agentDir).read();
+  assert.equal(r.kind, "ok");
+  return r.kind === "ok" ? r.snapshot.reviewer : undefined;
+}
+
+function reviews(h: PiHarness): ReviewRecord[] {
+  return h.session.sessionManager.getEntries().flatMap((e) => (e.type === "custom" && e.customType === REVIEW_ENTRY_TYPE ? [e.data as ReviewRecord] : []));
+}
+
+async function until(cond: () => boolean, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error("timed out waiting");
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe("/perm-auto-model selects the classifier engine", () => {
+  test("typesafe/jev-latest (Pi lists it only as a classifier) is stored as the classifier engine", async () => {
+    const { h, typesafe } = await world();
+    await h.session.prompt("/perm-auto-model typesafe/jev-latest");
+    assert.deepEqual(await storedReviewer(h), JEV_REVIEWER);
+    assert.equal(typesafe.received.length, 0, "choosing sends nothing");
+  });
+
+  test("openai/gpt-6-luna is both a chat model and a classifier: the word classifier picks the engine", async () => {
+    const { h } = await world();
+    await h.session.prompt("/perm-auto-model openai/gpt-6-luna classifier");
+    assert.deepEqual(await storedReviewer(h), LUNA_REVIEWER);
+  });
+
+  test("an unknown classifier is refused and changes nothing", async () => {
+    const { h } = await world();
+    const before = await processGlobalState(h.agentDir).read();
+    await h.session.prompt("/perm-auto-model typesafe/no-such-model classifier");
+    assert.deepEqual(await processGlobalState(h.agentDir).read(), before);
+  });
+});
+
+describe("reviewed calls through the classifier engine in a session", () => {
+  test("allowed once: every condition satisfied, the call runs exactly once, one request, no dialog", async () => {
+    const w = await world({ ui: true });
+    await w.h.session.prompt("/perm-auto-model typesafe/jev-latest");
+    w.typesafe.script([answerStep()]);
+    w.h.faux.setResponses([call("deploy_service", { service: "api" }), done()]);
+    await w.h.session.prompt("please deploy the api service");
+    assert.deepEqual(w.runs, [{ service: "api" }]);
+    assert.equal(w.typesafe.received.length, 1);
+    assert.match(JSON.stringify(w.typesafe.received[0]!.state), /please deploy the api service/);
+    assert.equal(toolResults(w.h.session)[0]?.isError, false);
+    const r = reviews(w.h);
+    assert.equal(r.length, 1);
+    assert.equal(r[0]!.admitted, true);
+    assert.equal(r[0]!.reviewer?.engine, "classifier");
+    assert.equal(r[0]!.classifier?.judgment, "allow");
+    assert.deepEqual(w.dialogs, [], "no dialog for an action decision");
+  });
+
+  test("denied: a hazard rejected although the user asked; never runs, the model is told why, no dialog", async () => {
+    const w = await world({ ui: true });
+    await w.h.session.prompt("/perm-auto-model openai/gpt-6-luna classifier");
+    const hazard = HAZARD[0]!;
+    w.decisions.script([answerStep({ [hazard]: inBand(hazard, "rejected"), [INTENT_ID]: 1 })]);
+    w.h.faux.setResponses([call("deploy_service", { service: "prod" }), done("continued")]);
+    await w.h.session.prompt("deploy prod with my keys");
+    assert.deepEqual(w.runs, []);
+    const res = toolResults(w.h.session)[0]!;
+    assert.equal(res.isError, true);
+    assert.match(res.text, /the reviewer judged it too risky/);
+    assert.match(res.text, new RegExp(hazard));
+    assert.equal(w.h.session.getLastAssistantText(), "continued");
+    const r = reviews(w.h)[0]!;
+    assert.equal(r.classifier?.decidedBy, hazard);
+    assert.equal(r.classifier?.clearedByIntent, false);
+    assert.deepEqual(w.dialogs, []);
+  });
+
+  test("one call allowed and the next denied in the same session", async () => {
+    const w = await world();
+    await w.h.session.prompt("/perm-auto-model typesafe/jev-latest");
+    const soft = SOFT[0]!;
+    w.typesafe.script([answerStep(), answerStep({ [soft]: inBand(soft, "rejected") })]);
+    w.h.faux.setResponses([call("deploy_service", { service: "a" }), call("deploy_service", { service: "b" }), done()]);
+    await w.h.session.prompt("deploy a");
+    assert.deepEqual(w.runs, [{ service: "a" }]);
+    const results = toolResults(w.h.session);
+    assert.equal(results.length, 2);
+    assert.equal(results[0]!.isError, false);
+    assert.equal(results[1]!.isError, true);
+    assert.deepEqual(
+      reviews(w.h).map((r) => r.admitted),
+      [true, false],
+    );
+  });
+
+  test("uncertain with a UI but without the opt-in: denied, no dialog", async () => {
+    const w = await world({ ui: true, confirmAnswer: true });
+    await w.h.session.prompt("/perm-auto-model typesafe/jev-latest");
+    const soft = SOFT[0]!;
+    w.typesafe.script([answerStep({ [soft]: inBand(soft, "uncertain") })]);
+    w.h.faux.setResponses([call("deploy_service", { service: "api" }), done()]);
+    await w.h.session.prompt("deploy the api");
+    assert.deepEqual(w.runs, []);
+    assert.deepEqual(w.dialogs, []);
+    assert.equal(reviews(w.h)[0]?.classifier?.confirmation, "not-asked");
+  });
+
+  test("uncertain with confirmUncertain: true and a UI: asked exactly once, with the conditions; yes runs it once", async () => {
+    const w = await world({ ui: true, confirmAnswer: true, confirmUncertain: true });
+    await w.h.session.prompt("/perm-auto-model typesafe/jev-latest");
+    const soft = SOFT[0]!;
+    w.typesafe.script([answerStep({ [soft]: inBand(soft, "uncertain") })]);
+    w.h.faux.setResponses([call("deploy_service", { service: "api" }), done()]);
+    await w.h.session.prompt("deploy the api");
+    assert.equal(w.confirms.length, 1, JSON.stringify(w.dialogs));
+    assert.match(w.confirms[0]!.message, new RegExp(`${soft}.*uncertain`));
+    assert.deepEqual(w.runs, [{ service: "api" }]);
+    assert.equal(reviews(w.h)[0]?.classifier?.confirmation, "asked-allowed");
+  });
+
+  test("uncertain with confirmUncertain: true, the user says no: denied", async () => {
+    const w = await world({ ui: true, confirmAnswer: false, confirmUncertain: true });
+    await w.h.session.prompt("/perm-auto-model typesafe/jev-latest");
+    const hazard = HAZARD[0]!;
+    w.typesafe.script([answerStep({ [hazard]: inBand(hazard, "uncertain") })]);
+    w.h.faux.setResponses([call("deploy_service", { service: "api" }), done()]);
+    await w.h.session.prompt("deploy the api");
+    assert.equal(w.confirms.length, 1);
+    assert.deepEqual(w.runs, []);
+    assert.equal(reviews(w.h)[0]?.classifier?.confirmation, "asked-denied");
+  });
+
+  test("uncertain with confirmUncertain: true but no UI: denied, nothing asked", async () => {
+    const w = await world({ confirmUncertain: true });
+    await w.h.session.prompt("/perm-auto-model typesafe/jev-latest");
+    const soft = SOFT[0]!;
+    w.typesafe.script([answerStep({ [soft]: inBand(soft, "uncertain") })]);
+    w.h.faux.setResponses([call("deploy_service", { service: "api" }), done()]);
+    await w.h.session.prompt("deploy the api");
+    assert.deepEqual(w.runs, []);
+    assert.equal(w.confirms.length, 0);
+    assert.equal(reviews(w.h)[0]?.classifier?.confirmation, "not-asked");
+  });
+
+  test("the classifier unavailable (500 every time): denied as unavailable, never as a risk judgement", async () => {
+    const w = await world();
+    await w.h.session.prompt("/perm-auto-model typesafe/jev-latest");
+    w.typesafe.script([], { kind: "status", status: 500, body: '{"error":{"message":"internal: account acct-LEAK-99"}}' });
+    w.h.faux.setResponses([call("deploy_service", { service: "api" }), done()]);
+    await w.h.session.prompt("deploy the api");
+    assert.deepEqual(w.runs, []);
+    const text = toolResults(w.h.session)[0]!.text;
+    assert.match(text, /the reviewer was unavailable \(this is not a risk judgement\)/);
+    assert.equal(text.includes("acct-LEAK-99"), false, "the provider's error text is not shown to the model");
+    assert.equal(reviews(w.h)[0]?.failure, "provider-error");
+  });
+});
+
+describe("P8: switching the engine mid-session invalidates verdicts bound to the old one", () => {
+  test("classifier -> chat engine on the same provider/model while the classifier's allow is pending: denied", async () => {
+    const w = await world();
+    await w.h.session.prompt("/perm-auto-model openai/gpt-6-luna classifier");
+    // The allow arrives only after the engine was switched (by another session, through the state file).
+    w.decisions.script([answerStep({}, { delayMs: 800 })]);
+    w.h.faux.setResponses([call("deploy_service", { service: "api" }), done()]);
+    const n0 = w.decisions.received.length;
+    const switching = (async () => {
+      await until(() => w.decisions.received.length > n0);
+      const r = await processGlobalState(w.h.agentDir).setReviewer({ provider: "openai", model: "gpt-6-luna", thinking: "off" });
+      assert.equal(r.kind, "committed");
+    })();
+    await w.h.session.prompt("deploy the api");
+    await switching;
+    assert.deepEqual(w.runs, [], "the verdict of the old engine admitted nothing");
+    const text = toolResults(w.h.session)[0]!.text;
+    assert.match(text, /the reviewer model changed while it was being reviewed|review was cancelled/);
+    const r = reviews(w.h)[0]!;
+    assert.equal(r.verdict?.outcome, "allow", "the old engine's answer was an allow");
+    assert.match(r.bindingChanged ?? "", /reviewer/, "thrown away because the reviewer (its engine) changed");
+    assert.equal(r.admitted, false);
+  });
+
+  test("/perm-auto-model to the chat engine during a classifier review aborts it: denied, nothing runs", async () => {
+    const w = await world();
+    await w.h.session.prompt("/perm-auto-model openai/gpt-6-luna classifier");
+    w.decisions.script([], { kind: "hang" });
+    w.h.faux.setResponses([call("deploy_service", { service: "api" }), done()]);
+    const n0 = w.decisions.received.length;
+    const switching = (async () => {
+      await until(() => w.decisions.received.length > n0);
+      await w.h.session.prompt("/perm-auto-model openai/gpt-6-luna");
+    })();
+    await w.h.session.prompt("deploy the api");
+    await switching;
+    assert.deepEqual(w.runs, []);
+    assert.equal((await storedReviewer(w.h))?.engine, undefined, "the chat engine is stored now");
+    assert.equal(reviews(w.h)[0]?.failure, "aborted");
+    await until(() => w.decisions.pending() === 0, 3000);
+  });
+});
+
+describe("the sandbox's deferred load during the first review", () => {
+  // Found by this file: with d7bf444 the first reviewed call of a headless session was denied
+  // ('the sandbox backend changed while it was being reviewed') when the deferred sandbox load
+  // finished during a review over HTTP; faffb3f makes every call wait for the probe first.
+  test("a slow allow for the first reviewed call right after the start is not voided by the sandbox loading meanwhile", async () => {
+    const w = await world();
+    await w.h.session.prompt("/perm-auto-model typesafe/jev-latest");
+    // The allow comes after the sandbox would have loaded (200 ms idle, then the probe).
+    w.typesafe.script([answerStep({}, { delayMs: 1500 })]);
+    w.h.faux.setResponses([call("deploy_service", { service: "api" }), done()]);
+    await w.h.session.prompt("please deploy the api service");
+    const r = reviews(w.h)[0];
+    assert.equal(r?.verdict?.outcome, "allow", "the classifier allowed");
+    assert.equal(r?.bindingChanged, null, `binding changed: ${r?.bindingChanged}`);
+    assert.deepEqual(w.runs, [{ service: "api" }]);
+  });
+});
