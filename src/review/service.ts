@@ -87,6 +87,10 @@ export function createReviewService(opts: ReviewServiceOptions = {}): ReviewServ
         pending.delete(ctl);
         signal?.removeEventListener("abort", onCaller);
       }
+      // An uncertain classifier judgment the user is about to be asked about is the user's to
+      // decide: it moves the breaker neither way (the breaker stops a model probing the reviewer,
+      // and here a person answers each probe).
+      if (result.kind === "verdict" && result.classifier?.confirmation === "pending") return result;
       if (result.kind === "verdict") breaker = recordReview(breaker, !verdictAdmits(result.verdict));
       else if (!NOT_COUNTED.has(result.failure)) breaker = recordReview(breaker, true);
       return result;

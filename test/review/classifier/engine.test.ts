@@ -314,6 +314,15 @@ describe("admission: the one confirmation (P4) and the binding to the engine (P8
     assert.equal(threw.kind, "deny");
   });
 
+  test("uncertain judgments the user is asked about never trip the turn's breaker (P13): the user answers each", async () => {
+    const shared = service();
+    for (let i = 0; i < 5; i++) {
+      const a = await reviewAndAdmit(call, env(models(uncertain).m, { service: shared, confirm: async () => i % 2 === 0 }));
+      assert.equal(a.kind, i % 2 === 0 ? "admit" : "deny", `review ${i + 1}`);
+    }
+    assert.equal(shared.breaker().tripped, undefined);
+  });
+
   test("a decided allow or deny never opens the dialog", async () => {
     let asked = 0;
     const confirm = async () => (asked++, true);
