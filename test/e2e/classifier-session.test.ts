@@ -241,6 +241,39 @@ describe("reviewed calls through the classifier engine in a session", () => {
   });
 });
 
+describe("P11 in a session: secrets never reach the classifier's server", () => {
+  test("secrets in the call's arguments, the user's words, the process environment and an earlier tool result: none on the wire", async () => {
+    const SECRETS = {
+      arg: "ghp_SessionArg0123456789abcdefghijABCDEF",
+      user: "sk-proj-SessionUserWords0123456789abcd",
+      env: "sk-ant-api03-SessionEnvironmentValue42",
+    } as const;
+    const saved = process.env.DEPLOY_API_TOKEN;
+    process.env.DEPLOY_API_TOKEN = SECRETS.env;
+    try {
+      const w = await world();
+      await w.h.session.prompt("/perm-auto-model typesafe/jev-latest");
+      w.typesafe.script([answerStep(), answerStep()]);
+      // The first call's result echoes its argument (deployed <service>): tool output the second review must not carry.
+      w.h.faux.setResponses([
+        call("deploy_service", { service: `api --token ${SECRETS.arg}` }),
+        call("deploy_service", { service: `worker --token=$DEPLOY_API_TOKEN` }),
+        done(),
+      ]);
+      await w.h.session.prompt(`deploy api and worker; the token is ${SECRETS.user}`);
+      assert.equal(w.runs.length, 2, "both reviewed calls were allowed and ran");
+      assert.ok(toolResults(w.h.session)[0]!.text.includes(SECRETS.arg), "the secret really is in the earlier tool output");
+      assert.equal(w.typesafe.received.length, 2);
+      const wire = w.typesafe.everything();
+      assert.match(wire, /deploy_service/, "the calls themselves were sent");
+      for (const [name, value] of Object.entries(SECRETS)) assert.equal(wire.includes(value), false, `${name} reached the server`);
+    } finally {
+      if (saved === undefined) delete process.env.DEPLOY_API_TOKEN;
+      else process.env.DEPLOY_API_TOKEN = saved;
+    }
+  });
+});
+
 describe("P8: switching the engine mid-session invalidates verdicts bound to the old one", () => {
   test("classifier -> chat engine on the same provider/model while the classifier's allow is pending: denied", async () => {
     const w = await world();
