@@ -1,5 +1,6 @@
 // `pi-auto-mode doctor`: what the gate would run with on this machine, and whether it is healthy.
 
+import type { ClassifierSettings } from "../review/classifier/conditions.ts";
 import { existsSync, readFileSync, realpathSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
@@ -274,7 +275,8 @@ export async function piRegistration(agentDir: string, cwd: string, root: string
  * against Pi's shipped catalog and the agent dir's models.json and auth.json: no catalog download,
  * no token refresh, no request.
  */
-export async function reviewerReport(agentDir: string): Promise<ReviewerReport> {
+/** `classifier`: the user's classifier settings, checked against the shipped conditions when a classifier judges. */
+export async function reviewerReport(agentDir: string, classifier?: ClassifierSettings): Promise<ReviewerReport> {
   const { processGlobalState } = await import("../state/global.ts");
   const r = await processGlobalState(agentDir).read();
   if (r.kind === "fault")
@@ -305,6 +307,13 @@ export async function reviewerReport(agentDir: string): Promise<ReviewerReport> 
       return c(bad(`${model} (classifier engine): Pi knows no such classifier model (its catalog and ${join(agentDir, "models.json")})`));
     if ((await runtime.checkAuth(s.provider)) === undefined)
       return c(bad(`${model} (classifier engine): provider ${s.provider} has no credentials in Pi (auth.json or its API key variable)`));
+    // The configuration loader cannot know the conditions (they are the reviewer's data): a
+    // threshold for a condition that does not exist is found here, before a review is denied for it.
+    const { conditions, settingsProblem } = await import("../review/classifier/conditions.ts");
+    const loaded = conditions();
+    if (loaded.kind === "fault") return c(bad(`${model} (classifier engine): the shipped conditions are at fault (${loaded.problem}), so every classifier review is denied`));
+    const problem = settingsProblem(loaded.data, classifier);
+    if (problem) return c(bad(`${model} (classifier engine): auto-mode.json ${problem}; classifier reviews are denied until it is fixed`));
     return c({
       configured: true,
       valid: true,
@@ -476,7 +485,7 @@ export async function doctorReport(io: Io): Promise<DoctorReport> {
     stateReport(agentDir),
     sandboxDoctor(),
     piRegistration(agentDir, io.cwd, root, pkg.name ?? "pi-auto-mode"),
-    reviewerReport(agentDir),
+    reviewerReport(agentDir, loaded.ok ? loaded.config.reviewer.classifier : undefined),
   ]);
   const pi = findPi();
   const supported = pkg.peerDependencies?.[PI_PACKAGE] ?? "*";

@@ -92,4 +92,18 @@ describe("doctor names the engine", () => {
     assert.equal(gone.valid, false);
     assert.match(gone.why, /no such classifier model/);
   });
+
+  test("a threshold for a condition that does not exist is reported before any review is denied for it", async () => {
+    const { reviewerReport } = await import("../../../src/cli/doctor.ts");
+    const { processGlobalState } = await import("../../../src/state/global.ts");
+    const { writeFileSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    const dir = tempAgentDir();
+    writeFileSync(join(dir, "models.json"), JSON.stringify(classifierModelsJson(at)));
+    await processGlobalState(dir).setReviewer({ provider: "typesafe", model: "jev-latest", thinking: "off", engine: "classifier" });
+    const typo = await reviewerReport(dir, { thresholds: { no_secret_egres: { satisfied: 0.9, rejected: 0.2 } } });
+    assert.equal(typo.valid, false);
+    assert.match(typo.why, /review\.classifier\.thresholds\.no_secret_egres: no such condition/);
+    assert.equal((await reviewerReport(dir, { thresholds: {} })).valid, true);
+  });
 });
