@@ -311,7 +311,8 @@ export async function reviewerReport(agentDir: string, classifier?: ClassifierSe
     // threshold for a condition that does not exist is found here, before a review is denied for it.
     const { conditions, settingsProblem } = await import("../review/classifier/conditions.ts");
     const loaded = conditions();
-    if (loaded.kind === "fault") return c(bad(`${model} (classifier engine): the shipped conditions are at fault (${loaded.problem}), so every classifier review is denied`));
+    if (loaded.kind === "fault")
+      return c(bad(`${model} (classifier engine): the shipped conditions are at fault (${loaded.problem}), so every classifier review is denied`));
     const problem = settingsProblem(loaded.data, classifier);
     if (problem) return c(bad(`${model} (classifier engine): auto-mode.json ${problem}; classifier reviews are denied until it is fixed`));
     return c({
