@@ -222,8 +222,11 @@ for (const side of SIDES) {
     });
 
     test("a probability outside [0, 1] that pi-ai passes through: malformed, never an allow", async () => {
-      const { r } = await review(side, [answerStep({ [HAZARD[0]!]: 1.5 })], { fallback: answerStep() });
-      assert.equal(failure(r), "malformed", JSON.stringify(r));
+      for (const p of [1.5, -0.25]) {
+        const { r, calls } = await review(side, [answerStep({ [HAZARD[0]!]: p })], { fallback: answerStep() });
+        assert.equal(failure(r), "malformed", `${p}: ${JSON.stringify(r)}`);
+        assert.equal(calls, 1);
+      }
     });
 
     for (const [what, body] of [
@@ -250,6 +253,13 @@ for (const side of SIDES) {
       const { r, calls } = await review(side, [{ kind: "status", status: 429, headers: { "retry-after": "120" } }], { fallback: answerStep() });
       assert.equal(failure(r), "rate-limited");
       assert.equal(calls, 1);
+    });
+
+    test("429 with a short Retry-After: the engine waits that long, retries, and the answer is used", async () => {
+      const { r, calls, ms } = await review(side, [{ kind: "status", status: 429, headers: { "retry-after": "1" } }], { fallback: answerStep() });
+      assertAllowed(r);
+      assert.equal(calls, 2);
+      assert.ok(ms >= 950, `waited ${ms} ms`);
     });
 
     test("500 then an answer: retried once, allowed", async () => {
