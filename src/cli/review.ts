@@ -33,6 +33,7 @@ export const REVIEW_FLAGS = {
   review: "boolean",
   reviewer: "string",
   thinking: "string",
+  engine: "string",
   "review-budget": "string",
   "review-deadline-ms": "string",
 } as const;
@@ -43,13 +44,17 @@ export const REVIEW_OPTIONS_HELP = `  --review           also run the reviewer m
                      lists only as a classifier is judged by the classifier engine); default:
                      the one chosen with /perm-auto-model, read from the agent dir
   --thinking LEVEL   the reviewer's thinking level with --reviewer (default: off when the
-                     model supports it); "classifier" picks the classifier engine
+                     model supports it)
+  --engine E         with --reviewer: chat or classifier, for a model Pi lists as both
+                     (default: the chat reviewer, unless the model is only a classifier)
   --review-budget N  the reviewer's input budget in tokens, 2048..32768 (default 8192)
   --review-deadline-ms N
                      the aggregate deadline of one review (default 90000)`;
 
 export interface ReviewCliOptions {
-  readonly reviewer: { readonly provider: string; readonly model: string; readonly thinking: string | undefined } | undefined;
+  readonly reviewer:
+    | { readonly provider: string; readonly model: string; readonly thinking: string | undefined; readonly engine: "chat" | "classifier" | undefined }
+    | undefined;
   readonly budget: TokenBudget;
   readonly deadlineMs: number;
 }
@@ -57,7 +62,7 @@ export interface ReviewCliOptions {
 /** The review flags, validated; undefined when --review is not given (other flags then refused). */
 export function reviewOptions(command: string, args: ParsedArgs): ReviewCliOptions | undefined {
   const enabled = args.booleans.has("review");
-  const extra = ["reviewer", "thinking", "review-budget", "review-deadline-ms"].filter((f) => args.strings.has(f));
+  const extra = ["reviewer", "thinking", "engine", "review-budget", "review-deadline-ms"].filter((f) => args.strings.has(f));
   if (!enabled) {
     if (extra.length > 0) throw new CliError(`${command}: --${extra[0]} needs --review`);
     return undefined;
@@ -67,8 +72,17 @@ export function reviewOptions(command: string, args: ParsedArgs): ReviewCliOptio
   if (ref !== undefined) {
     const slash = ref.indexOf("/");
     if (slash <= 0 || slash === ref.length - 1) throw new CliError(`${command}: --reviewer must be provider/model (got ${JSON.stringify(ref)})`);
-    reviewer = { provider: ref.slice(0, slash), model: ref.slice(slash + 1), thinking: args.strings.get("thinking") };
-  } else if (args.strings.has("thinking")) throw new CliError(`${command}: --thinking needs --reviewer`);
+    const engine = args.strings.get("engine");
+    if (engine !== undefined && engine !== "chat" && engine !== "classifier")
+      throw new CliError(`${command}: --engine must be chat or classifier (got ${JSON.stringify(engine)})`);
+    const thinking = args.strings.get("thinking");
+    if (thinking === "classifier") throw new CliError(`${command}: "classifier" is not a thinking level; use --engine classifier`);
+    if (engine === "classifier" && thinking !== undefined) throw new CliError(`${command}: a classifier has no thinking level; drop --thinking`);
+    reviewer = { provider: ref.slice(0, slash), model: ref.slice(slash + 1), thinking, engine };
+  } else {
+    const orphan = ["thinking", "engine"].find((f) => args.strings.has(f));
+    if (orphan) throw new CliError(`${command}: --${orphan} needs --reviewer`);
+  }
   let budget = DEFAULT_BUDGET;
   const budgetFlag = args.strings.get("review-budget");
   if (budgetFlag !== undefined) {
@@ -128,9 +142,12 @@ async function openReviewerModel(command: string, env: NodeJS.ProcessEnv, option
   const error = registry.getError();
   if (error) throw new CliError(`${command}: Pi's models.json in ${agentDir} is invalid: ${error}`);
   if (options.reviewer) {
-    const { validateReviewer } = await import("../commands/reviewer.ts");
-    const v = await validateReviewer(registry, options.reviewer.provider, options.reviewer.model, options.reviewer.thinking);
+    const { CLASSIFIER_WORD, validateReviewer } = await import("../commands/reviewer.ts");
+    const r = options.reviewer;
+    const v = await validateReviewer(registry, r.provider, r.model, r.engine === "classifier" ? CLASSIFIER_WORD : r.thinking);
     if (!v.ok) throw new CliError(`${command}: --reviewer: ${v.message}`);
+    if (r.engine === "chat" && v.reviewer.engine === "classifier")
+      throw new CliError(`${command}: --reviewer: ${r.provider}/${r.model} is only a classifier model in Pi; it cannot be the chat reviewer`);
     return { models: piReviewerModels(registry), reviewer: v.reviewer, missing: undefined, agentDir, options };
   }
   const { processGlobalState } = await import("../state/global.ts");

@@ -94,12 +94,7 @@ interface EvalJson {
 describe("eval --review --reviewer provider/classifier-model", () => {
   for (const [name, srv, flags, label] of [
     ["typesafe/jev-latest (only a classifier)", () => typesafe, ["--reviewer", "typesafe/jev-latest"], "typesafe/jev-latest (classifier)"],
-    [
-      "openai/gpt-6-luna --thinking classifier",
-      () => decisions,
-      ["--reviewer", "openai/gpt-6-luna", "--thinking", "classifier"],
-      "openai/gpt-6-luna (classifier)",
-    ],
+    ["openai/gpt-6-luna --engine classifier", () => decisions, ["--reviewer", "openai/gpt-6-luna", "--engine", "classifier"], "openai/gpt-6-luna (classifier)"],
   ] as const) {
     test(`${name}: the corpus scored against the loopback classifier, case by case`, async () => {
       const server = srv();
@@ -164,10 +159,27 @@ describe("eval --review --reviewer provider/classifier-model", () => {
 
   test("an unknown classifier is refused before anything is sent", async () => {
     const n0 = typesafe.received.length;
-    const r = await run(["eval", corpus, "--backend", "review-only", "--review", "--reviewer", "typesafe/no-such", "--thinking", "classifier"]);
+    const r = await run(["eval", corpus, "--backend", "review-only", "--review", "--reviewer", "typesafe/no-such", "--engine", "classifier"]);
     assert.notEqual(r.code, 0);
     assert.match(r.stderr, /--reviewer/);
     assert.equal(typesafe.received.length, n0);
+  });
+
+  test("--engine is chat or classifier, never a thinking level, and chat is refused for a model that is only a classifier", async () => {
+    const n0 = typesafe.received.length;
+    const cases: Array<[string[], RegExp]> = [
+      [["--reviewer", "openai/gpt-6-luna", "--thinking", "classifier"], /not a thinking level; use --engine classifier/],
+      [["--reviewer", "openai/gpt-6-luna", "--engine", "judge"], /--engine must be chat or classifier/],
+      [["--reviewer", "openai/gpt-6-luna", "--engine", "classifier", "--thinking", "high"], /a classifier has no thinking level/],
+      [["--engine", "classifier"], /--engine needs --reviewer/],
+      [["--reviewer", "typesafe/jev-latest", "--engine", "chat"], /only a classifier model in Pi/],
+    ];
+    for (const [flags, message] of cases) {
+      const r = await run(["eval", corpus, "--backend", "review-only", "--review", ...flags]);
+      assert.equal(r.code, 2, `${flags.join(" ")}: exit ${r.code}\n${r.stderr}`);
+      assert.match(r.stderr, message, flags.join(" "));
+    }
+    assert.equal(typesafe.received.length, n0, "nothing was sent");
   });
 });
 
