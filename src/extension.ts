@@ -8,6 +8,7 @@ import { registerPermCommands } from "./commands/perm.ts";
 import { registerReviewerCommand } from "./commands/reviewer.ts";
 import { registerUndoCommand } from "./commands/undo.ts";
 import { registerOverrideCommands } from "./commands/overrides.ts";
+import { registerAudit } from "./commands/audit.ts";
 import { createOverrides } from "./grants/overrides.ts";
 import { publishBroker } from "./tools/broker-link.ts";
 import { NETWORK_ENTRY_TYPE, networkRecord } from "./audit/network-record.ts";
@@ -375,4 +376,5 @@ export default function autoMode(pi: ExtensionAPI): void {
       return config.config.breakGlass ? undefined : "the user's or this project's auto-mode.json sets breakGlass to false";
     },
   });
+  registerAudit(pi, { agentDir: getAgentDir, cwd: () => lastCtx?.cwd ?? process.cwd(), flush: () => audit?.flush() });
 }

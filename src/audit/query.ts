@@ -12,15 +12,10 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { DatabaseSync as DatabaseSyncType } from "node:sqlite";
-import { STATE_DIR_NAME } from "../state/locations.ts";
 import { DATABASE_FILE, type DailyRow, KEY_FILE, SCHEMA_VERSION } from "./store.ts";
 
-/** The audit's folder in Pi's agent dir: beside auto mode's durable state, in its own folder. */
-export const AUDIT_DIR_NAME = "audit";
-
-export function auditDirOf(agentDir: string): string {
-  return join(agentDir, STATE_DIR_NAME, AUDIT_DIR_NAME);
-}
+/** The audit's folder in Pi's agent dir, where the recorder writes (store.ts auditDir). */
+export { auditDir } from "./store.ts";
 
 export type AuditRead =
   | { readonly kind: "missing"; readonly path: string }

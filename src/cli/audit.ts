@@ -57,11 +57,11 @@ export async function runAudit(argv: readonly string[], io: Io): Promise<number>
     throw e;
   }
   const { agentDirFromEnv } = await import("../state/locations.ts");
-  const { auditDirOf, openAuditReader } = await import("../audit/query.ts");
+  const { auditDir, openAuditReader } = await import("../audit/query.ts");
   const { USER_CONFIG_FILE } = await import("../policy/config/files.ts");
   const agentDir = agentDirFromEnv(io.env, homedir());
   const json = args.booleans.has("json");
-  const read = openAuditReader(auditDirOf(agentDir));
+  const read = openAuditReader(auditDir(agentDir));
   if (read.kind === "missing") {
     if (json) io.out(`${JSON.stringify({ version: 1, data: false, store: read.path })}\n`);
     else io.out(`no audit data yet (${read.path} does not exist)\n`);

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { test, type TestContext } from "node:test";
-import { auditDirOf } from "../../src/audit/query.ts";
+import { auditDir } from "../../src/audit/query.ts";
 import { DATABASE_FILE, KEY_FILE } from "../../src/audit/store.ts";
 import { main } from "../../src/cli/main.ts";
 import { lastJson, runCli } from "../helpers/cli.ts";
@@ -28,7 +28,7 @@ function setting(t: TestContext): Setting {
   const cwd = join(root, "project");
   mkdirSync(agentDir, { recursive: true });
   mkdirSync(cwd, { recursive: true });
-  return { agentDir, cwd, dir: auditDirOf(agentDir), home: join(root, "home") };
+  return { agentDir, cwd, dir: auditDir(agentDir), home: join(root, "home") };
 }
 
 async function audit(s: Setting, args: string[]) {
