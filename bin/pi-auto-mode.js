@@ -39,6 +39,13 @@ if (major < 22 || (major === 22 && minor < 19)) {
     process.exit(2);
   }
 } else {
+  // The audit reads node:sqlite, which Node 22 still flags experimental on first use: that one
+  // notice is noise in a command's output (Pi silences it too). Every other warning prints as Node would.
+  process.removeAllListeners("warning");
+  process.on("warning", (w) => {
+    if (w.name === "ExperimentalWarning" && /SQLite/.test(w.message)) return;
+    process.stderr.write(`(node:${process.pid}) ${w.name}: ${w.message}\n`);
+  });
   const here = new URL(".", import.meta.url).pathname;
   const entry = here.includes("/node_modules/") ? "../dist/cli/main.js" : "../src/cli/main.ts";
   const { main } = await import(entry);
