@@ -2,8 +2,9 @@
 //
 // AuditStore.open() creates, migrates and prunes: right for the recorder, wrong for a report, which
 // must leave a database it cannot read exactly as it found it (it may be the user's only record).
-// This opens the file read-only, reads schema 1 or 2 as they are (a v1 row reads as pre-migration
-// data: no project, surface unknown, `since` 1), and computes the current project's pseudonym
+// This opens the file read-only, reads schema 1, 2 or 3 as they are (a v1 row reads as pre-migration
+// data: no project, surface unknown, `since` 1; a v1 or v2 store has no classifier conditions' counts,
+// which schema 3 added), and computes the current project's pseudonym
 // with the store's key, read and never written. Pi-free.
 
 import { createHmac } from "node:crypto";
@@ -12,7 +13,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { DatabaseSync as DatabaseSyncType } from "node:sqlite";
-import { DATABASE_FILE, type DailyRow, KEY_FILE, SCHEMA_VERSION } from "./store.ts";
+import { type ConditionRow, DATABASE_FILE, type DailyRow, KEY_FILE, SCHEMA_VERSION } from "./store.ts";
 
 /** The audit's folder in Pi's agent dir, where the recorder writes (store.ts auditDir). */
 export { auditDir } from "./store.ts";
@@ -25,6 +26,8 @@ export type AuditRead =
 export interface AuditReader {
   /** The rows from `sinceDay` (YYYY-MM-DD) on, oldest first. Throws on a read error. */
   rows(sinceDay: string): DailyRow[];
+  /** The classifier conditions' rows from `sinceDay` on (none before schema 3). Throws on a read error. */
+  conditionRows(sinceDay: string): ConditionRow[];
   /** A project location as the store keeps it (its HMAC); undefined without a usable key. */
   pseudonym(location: string): string | undefined;
   close(): void;
@@ -54,6 +57,8 @@ function readKey(dir: string): Buffer | undefined {
 
 const V2_SELECT = `SELECT day, project, tool, template, surface, route, reason, outcome, count, reviewer_tokens AS reviewerTokens, review_ms AS reviewMs, since
   FROM daily WHERE day >= ? ORDER BY day, tool, template, outcome`;
+const CONDITION_SELECT = `SELECT day, project, classifier, condition, satisfied_at AS satisfiedAt, rejected_at AS rejectedAt, band, bucket, reviews, decided, cleared, since
+  FROM classifier_daily WHERE day >= ? ORDER BY day, classifier, condition, bucket`;
 const V1_SELECT = `SELECT day, '' AS project, tool, template, 'unknown' AS surface, route, reason, outcome, count, reviewer_tokens AS reviewerTokens, review_ms AS reviewMs, 1 AS since
   FROM daily WHERE day >= ? ORDER BY day, tool, template, outcome`;
 
@@ -75,11 +80,16 @@ export function openAuditReader(dir: string): AuditRead {
       db.close();
       return { kind: "missing", path };
     }
-    if (version !== 1 && version !== SCHEMA_VERSION) throw new Error(`the audit database has schema ${version}; this version reads 1 and ${SCHEMA_VERSION}`);
+    // Schemas 1 and 2 as they were written, and this version's own (read here, not at load: store.ts may still be loading).
+    if (version !== 1 && version !== 2 && version !== SCHEMA_VERSION)
+      throw new Error(`the audit database has schema ${version}; this version reads 1 to ${SCHEMA_VERSION}`);
     if (!tables.some((t) => t.name === "daily")) throw new Error("the audit database has no daily table");
+    if (version >= 3 && !tables.some((t) => t.name === "classifier_daily")) throw new Error("the audit database has no classifier_daily table");
     const select = db.prepare(version === 1 ? V1_SELECT : V2_SELECT);
+    const conditions = version >= 3 ? db.prepare(CONDITION_SELECT) : undefined;
     // Read one row now: a truncated or garbage file fails here rather than in the middle of a report.
     select.all("9999-99-99");
+    conditions?.all("9999-99-99");
     const key = readKey(dir);
     const open = db;
     return {
@@ -87,6 +97,7 @@ export function openAuditReader(dir: string): AuditRead {
       path,
       reader: {
         rows: (sinceDay) => select.all(sinceDay) as unknown as DailyRow[],
+        conditionRows: (sinceDay) => (conditions ? (conditions.all(sinceDay) as unknown as ConditionRow[]) : []),
         pseudonym: (location) => (key ? pseudonymWith(key, location) : undefined),
         close: () => open.close(),
       },

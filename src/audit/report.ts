@@ -2,7 +2,18 @@
 // is, and which narrow rules would remove some of it. Built from the store's daily rows (one
 // shape of data for /perm-audit and `pi-auto-mode audit --json`), then drawn as text. Pi-free.
 
-import { MAX_RETENTION_DAYS, OUTCOMES, SCHEMA_VERSION, type DailyRow, type Outcome } from "./store.ts";
+import {
+  CONDITION_BANDS,
+  type ConditionBand,
+  type ConditionRow,
+  MAX_RETENTION_DAYS,
+  OUTCOMES,
+  PROBABILITY_BUCKETS,
+  probabilityBucket,
+  SCHEMA_VERSION,
+  type DailyRow,
+  type Outcome,
+} from "./store.ts";
 import { HELD_BACK_WORDS, PERMISSION_SYSTEM_ROUTE, SUGGESTION_CAVEAT, suggestRules, type HeldBack, type RuleSuggestion } from "./suggest.ts";
 import { permissionSystemSuggestions, type PermissionSystemSuggestions } from "./permission-system.ts";
 
@@ -81,6 +92,23 @@ export interface FrictionEntry {
   readonly held: number;
 }
 
+/** One classifier condition over the window: how its reviews fell, for tuning its thresholds. */
+export interface ConditionSummary {
+  /** provider/model */
+  readonly classifier: string;
+  readonly condition: string;
+  readonly reviews: number;
+  readonly bands: Readonly<Record<ConditionBand, number>>;
+  /** Reviews per twentieth of the probability: index b counts [b/20, (b+1)/20), the last one includes 1. No answer: bands.missing. */
+  readonly histogram: readonly number[];
+  /** The thresholds in effect, most reviews first: at or above satisfiedAt it held, at or below rejectedAt it was violated. */
+  readonly thresholds: ReadonlyArray<{ readonly satisfiedAt: number; readonly rejectedAt: number; readonly reviews: number }>;
+  /** Reviews this condition decided (ClassifierJudgement.decidedBy). */
+  readonly decided: number;
+  /** Reviews in which its rejection was cleared by the user's own request. */
+  readonly clearedByIntent: number;
+}
+
 export interface AuditReport {
   readonly version: typeof REPORT_VERSION;
   readonly window: { readonly days: number; readonly from: string; readonly to: string };
@@ -100,6 +128,8 @@ export interface AuditReport {
   readonly permissionSystem: PermissionSystemSuggestions | undefined;
   /** Rows from before the last migration in the window: counted, never suggested from. */
   readonly preMigrationRows: number;
+  /** Each classifier condition judged in the window and scope, by classifier then condition. */
+  readonly classifier: readonly ConditionSummary[];
 }
 
 const DAY_MS = 86_400_000;
@@ -155,6 +185,52 @@ export interface ReportContext {
   readonly now: number;
   /** The current project's pseudonym (AuditStore.pseudonym of its location), for --scope current. */
   readonly currentProject: string | undefined;
+  /** The classifier conditions' rows (AuditReader.conditionRows); none from a store before schema 3. */
+  readonly conditions?: readonly ConditionRow[];
+}
+
+function conditionSummaries(rows: readonly ConditionRow[]): ConditionSummary[] {
+  const m = new Map<
+    string,
+    {
+      s: ConditionSummary & { bands: Record<ConditionBand, number>; histogram: number[] };
+      t: Map<string, { satisfiedAt: number; rejectedAt: number; reviews: number }>;
+    }
+  >();
+  for (const r of rows) {
+    const k = `${r.classifier}\0${r.condition}`;
+    let e = m.get(k);
+    if (!e) {
+      const bands = Object.fromEntries(CONDITION_BANDS.map((b) => [b, 0])) as Record<ConditionBand, number>;
+      e = {
+        s: {
+          classifier: r.classifier,
+          condition: r.condition,
+          reviews: 0,
+          bands,
+          histogram: new Array<number>(PROBABILITY_BUCKETS).fill(0),
+          thresholds: [],
+          decided: 0,
+          clearedByIntent: 0,
+        },
+        t: new Map(),
+      };
+      m.set(k, e);
+    }
+    const s = e.s as { -readonly [K in keyof typeof e.s]: (typeof e.s)[K] };
+    s.reviews += r.reviews;
+    s.decided += r.decided;
+    s.clearedByIntent += r.cleared;
+    if ((CONDITION_BANDS as readonly string[]).includes(r.band)) s.bands[r.band] += r.reviews;
+    if (Number.isInteger(r.bucket) && r.bucket >= 0 && r.bucket < PROBABILITY_BUCKETS) s.histogram[r.bucket]! += r.reviews;
+    const tk = `${r.satisfiedAt}/${r.rejectedAt}`;
+    const t = e.t.get(tk) ?? { satisfiedAt: r.satisfiedAt, rejectedAt: r.rejectedAt, reviews: 0 };
+    t.reviews += r.reviews;
+    e.t.set(tk, t);
+  }
+  return [...m.values()]
+    .map(({ s, t }) => ({ ...s, thresholds: [...t.values()].sort((a, b) => b.reviews - a.reviews || b.satisfiedAt - a.satisfiedAt) }))
+    .sort((a, b) => a.classifier.localeCompare(b.classifier) || b.reviews - a.reviews || a.condition.localeCompare(b.condition));
 }
 
 /** The report for the rows of a window (rows older than the window are ignored). */
@@ -184,6 +260,9 @@ export function buildReport(allRows: readonly DailyRow[], options: ReportOptions
     ms += r.reviewMs;
   }
   const s = suggestRules(rows, { minCount: options.minCount, top: options.top });
+  const conditions = (ctx.conditions ?? []).filter(
+    (r) => r.day >= from && r.day <= to && (options.scope === "all" || (ctx.currentProject !== undefined && r.project === ctx.currentProject)),
+  );
   const ps = scoped.filter((r) => r.route === PERMISSION_SYSTEM_ROUTE);
   return {
     version: REPORT_VERSION,
@@ -217,6 +296,7 @@ export function buildReport(allRows: readonly DailyRow[], options: ReportOptions
     caveat: SUGGESTION_CAVEAT,
     permissionSystem: ps.length > 0 ? permissionSystemSuggestions(ps, options) : undefined,
     preMigrationRows: rows.filter((r) => r.since !== SCHEMA_VERSION).length,
+    classifier: conditionSummaries(conditions),
   };
 }
 
@@ -229,6 +309,47 @@ function bar(n: number, max: number): string {
 
 function seconds(ms: number): string {
   return ms >= 10_000 ? `${Math.round(ms / 1000)} s` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+const LEVELS = "▁▂▃▄▅▆▇█";
+
+/** A condition's probabilities as one line of twenty columns (0 at the left, 1 at the right), · where none fell. */
+export function histogramLine(histogram: readonly number[]): string {
+  const max = Math.max(0, ...histogram);
+  return histogram.map((n) => (n === 0 || max === 0 ? "·" : LEVELS[Math.max(0, Math.ceil((n / max) * LEVELS.length) - 1)])).join("");
+}
+
+/** The line under a histogram: R under the bucket of the rejected threshold, S under the satisfied one's. */
+export function thresholdLine(t: { readonly satisfiedAt: number; readonly rejectedAt: number }): string {
+  const at = (p: number) => Math.max(0, probabilityBucket(p));
+  const line = new Array<string>(PROBABILITY_BUCKETS).fill(" ");
+  line[at(t.rejectedAt)] = "R";
+  line[at(t.satisfiedAt)] = line[at(t.satisfiedAt)] === "R" ? "|" : "S";
+  return line.join("").trimEnd();
+}
+
+function renderConditions(out: string[], conditions: readonly ConditionSummary[]): void {
+  if (conditions.length === 0) return;
+  out.push("", "Classifier conditions (reviews by band; probabilities in twentieths from 0 to 1; R: rejected at or below, S: satisfied at or above):");
+  let classifier: string | undefined;
+  for (const c of conditions) {
+    if (c.classifier !== classifier) {
+      classifier = c.classifier;
+      out.push(`  ${c.classifier}:`);
+    }
+    const b = c.bands;
+    out.push(
+      `    ${c.condition}: ${c.reviews} review${c.reviews === 1 ? "" : "s"}: ${b.satisfied} satisfied, ${b.uncertain} uncertain, ${b.rejected} rejected, ${b.missing} no answer; decided ${c.decided}, cleared by your request ${c.clearedByIntent}`,
+    );
+    out.push(`      0 ${histogramLine(c.histogram)} 1`);
+    const main = c.thresholds[0];
+    if (main) out.push(`        ${thresholdLine(main)}`);
+    const others = c.thresholds.slice(1);
+    out.push(
+      `      thresholds ${c.thresholds.map((t) => `satisfied ${t.satisfiedAt}, rejected ${t.rejectedAt} (${t.reviews} review${t.reviews === 1 ? "" : "s"})`).join("; ")}` +
+        (others.length > 0 ? " (marked: the first)" : ""),
+    );
+  }
 }
 
 /** Where the suggested rules go: the user's file (a project's file has no allow rules, P15). */
@@ -293,6 +414,7 @@ export function renderReport(r: AuditReport, ctx: RenderContext): string {
     out.push("", "Not suggested:");
     for (const h of r.heldBack) out.push(`  ${h.tool === "bash" ? h.template : `tool ${h.template}`} (${h.evidence}): ${HELD_BACK_WORDS[h.reason]}`);
   }
+  renderConditions(out, r.classifier);
   if (r.preMigrationRows > 0) out.push("", `${r.preMigrationRows} row(s) from before the last schema migration are counted above but never suggest a rule.`);
   const ps = r.permissionSystem;
   if (ps) {

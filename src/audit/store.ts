@@ -20,7 +20,7 @@ import {
 import { STATE_DIR_NAME } from "../state/locations.ts";
 
 export { DEFAULT_RETENTION_DAYS, MAX_RETENTION_DAYS, MIN_RETENTION_DAYS };
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 export const DATABASE_FILE = "audit.sqlite";
 export const KEY_FILE = "audit.key";
 /** The audit's folder under auto mode's state folder in Pi's agent dir. */
@@ -53,6 +53,55 @@ export interface AuditEvent {
   readonly reviewMs?: number;
   /** The project's location: stored only as its HMAC. */
   readonly project?: string;
+}
+
+/** A condition's band as the classifier engine recorded it (review/types.ts ConditionRecord). */
+export const CONDITION_BANDS = ["satisfied", "uncertain", "rejected", "missing"] as const;
+export type ConditionBand = (typeof CONDITION_BANDS)[number];
+/** Probabilities are kept in twentieths (bucket b is [b/20, (b+1)/20), 1.0 in the last); no answer is bucket -1. */
+export const PROBABILITY_BUCKETS = 20;
+export const NO_ANSWER_BUCKET = -1;
+
+/** One condition of one classifier review: ids, numbers and a band, never the call or the answer's text. */
+export interface ConditionEvent {
+  readonly at: number;
+  /** The classifier as provider/model: a model id, not a secret. */
+  readonly classifier: string;
+  readonly condition: string;
+  /** The thresholds in effect: at or above `satisfiedAt` it holds, at or below `rejectedAt` it is violated. */
+  readonly satisfiedAt: number;
+  readonly rejectedAt: number;
+  readonly band: ConditionBand;
+  /** The probability answered; null when there was none (the band is then missing). */
+  readonly probability: number | null;
+  /** This condition decided the review (ClassifierJudgement.decidedBy). */
+  readonly decided: boolean;
+  /** Its rejection was cleared by the user's own request. */
+  readonly cleared: boolean;
+  readonly project?: string;
+}
+
+export interface ConditionRow {
+  readonly day: string;
+  readonly project: string;
+  readonly classifier: string;
+  readonly condition: string;
+  readonly satisfiedAt: number;
+  readonly rejectedAt: number;
+  readonly band: ConditionBand;
+  /** 0..19 (twentieths of the probability), or -1 for no answer. */
+  readonly bucket: number;
+  readonly reviews: number;
+  readonly decided: number;
+  readonly cleared: number;
+  readonly since: number;
+}
+
+/** The bucket of a probability: twentieths, 1.0 in the last one; -1 for none or one outside [0, 1]. */
+export function probabilityBucket(p: number | null): number {
+  if (typeof p !== "number" || !Number.isFinite(p) || p < 0 || p > 1) return NO_ANSWER_BUCKET;
+  // The nudge keeps a probability on a bucket's edge in it (0.15 * 20 is 2.9999999999999996).
+  return Math.min(PROBABILITY_BUCKETS - 1, Math.floor(p * PROBABILITY_BUCKETS + 1e-9));
 }
 
 export interface DailyRow {
@@ -91,8 +140,31 @@ const TOKEN = /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,63}$/;
 const token = (s: string): string => (TOKEN.test(s) ? s : "other");
 const count = (n: number | undefined): number => (typeof n === "number" && Number.isFinite(n) && n > 0 ? Math.round(n) : 0);
 const dayOf = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
+// A classifier is provider/model: a model id may carry a slash, an @ or a colon (llama.cpp, Cloudflare), nothing else.
+const CLASSIFIER = /^[A-Za-z0-9_][A-Za-z0-9_.:@/-]{0,127}$/;
+/** A threshold as stored: a number from 0 to 1 to four places, or undefined. */
+const threshold = (n: unknown): number | undefined =>
+  typeof n === "number" && Number.isFinite(n) && n >= 0 && n <= 1 ? Math.round(n * 10_000) / 10_000 : undefined;
 
-const V2_TABLE = `CREATE TABLE daily (
+/** The classifier conditions' daily counts (schema 3). */
+const CONDITIONS_TABLE = `CREATE TABLE classifier_daily (
+  day TEXT NOT NULL,
+  project TEXT NOT NULL,
+  classifier TEXT NOT NULL,
+  condition TEXT NOT NULL,
+  satisfied_at REAL NOT NULL,
+  rejected_at REAL NOT NULL,
+  band TEXT NOT NULL,
+  bucket INTEGER NOT NULL,
+  reviews INTEGER NOT NULL,
+  decided INTEGER NOT NULL,
+  cleared INTEGER NOT NULL,
+  since INTEGER NOT NULL,
+  PRIMARY KEY (day, project, classifier, condition, satisfied_at, rejected_at, band, bucket, since)
+) WITHOUT ROWID`;
+
+/** The second schema's table, kept for its migration (and the tests' fixture); schema 3 keeps it and adds classifier_daily. */
+export const V2_SCHEMA = `CREATE TABLE daily (
   day TEXT NOT NULL,
   project TEXT NOT NULL,
   tool TEXT NOT NULL,
@@ -107,6 +179,7 @@ const V2_TABLE = `CREATE TABLE daily (
   since INTEGER NOT NULL,
   PRIMARY KEY (day, project, tool, template, surface, route, reason, outcome, since)
 ) WITHOUT ROWID`;
+const V2_TABLE = V2_SCHEMA;
 
 /** The first schema, kept for its migration (and the test's fixture): no project, no surface. */
 export const V1_SCHEMA = `CREATE TABLE daily (
@@ -141,11 +214,15 @@ function describe(e: unknown): string {
   return e instanceof Error ? e.message.split("\n")[0]!.slice(0, 200) : "unknown error";
 }
 
+const CONDITION_SELECT = `SELECT day, project, classifier, condition, satisfied_at AS satisfiedAt, rejected_at AS rejectedAt, band, bucket, reviews, decided, cleared, since
+  FROM classifier_daily WHERE day >= ?`;
+
 export class AuditStore {
   private db: DatabaseSyncType | undefined;
   private key: Buffer | undefined;
   private warned = false;
   private readonly pending = new Map<string, DailyRow>();
+  private readonly pendingConditions = new Map<string, ConditionRow>();
   private timer: ReturnType<typeof setTimeout> | undefined;
   private readonly onWarning: (message: string) => void;
   private readonly now: () => number;
@@ -215,14 +292,53 @@ export class AuditStore {
         k,
         prev ? { ...prev, count: prev.count + 1, reviewerTokens: prev.reviewerTokens + row.reviewerTokens, reviewMs: prev.reviewMs + row.reviewMs } : row,
       );
-      // The write waits for a quiet moment: the decision that caused it must not pay for the disk.
-      if (!this.timer) {
-        this.timer = setTimeout(() => this.flush(), FLUSH_DELAY_MS);
-        this.timer.unref();
-      }
+      this.schedule();
     } catch (err) {
       this.disable(`could not record an audit entry: ${describe(err)}`);
     }
+  }
+
+  /** Counts one classifier condition of one review; written at the next flush(). Never throws. */
+  recordCondition(e: ConditionEvent): void {
+    if (!this.db) return;
+    try {
+      const satisfiedAt = threshold(e.satisfiedAt);
+      const rejectedAt = threshold(e.rejectedAt);
+      if (satisfiedAt === undefined || rejectedAt === undefined) return;
+      if (!(CONDITION_BANDS as readonly string[]).includes(e.band)) return;
+      const bucket = e.band === "missing" ? NO_ANSWER_BUCKET : probabilityBucket(e.probability);
+      const row: ConditionRow = {
+        day: dayOf(e.at),
+        project: e.project === undefined ? "" : (this.pseudonym(e.project) ?? ""),
+        classifier: typeof e.classifier === "string" && CLASSIFIER.test(e.classifier) ? e.classifier : "other",
+        condition: token(e.condition),
+        satisfiedAt,
+        rejectedAt,
+        // A band the probability cannot have (an answer without a probability) is missing.
+        band: bucket === NO_ANSWER_BUCKET ? "missing" : e.band,
+        bucket,
+        reviews: 1,
+        decided: e.decided === true ? 1 : 0,
+        cleared: e.cleared === true ? 1 : 0,
+        since: SCHEMA_VERSION,
+      };
+      const k = JSON.stringify([row.day, row.project, row.classifier, row.condition, row.satisfiedAt, row.rejectedAt, row.band, row.bucket]);
+      const prev = this.pendingConditions.get(k);
+      this.pendingConditions.set(
+        k,
+        prev ? { ...prev, reviews: prev.reviews + 1, decided: prev.decided + row.decided, cleared: prev.cleared + row.cleared } : row,
+      );
+      this.schedule();
+    } catch (err) {
+      this.disable(`could not record an audit entry: ${describe(err)}`);
+    }
+  }
+
+  // The write waits for a quiet moment: the decision that caused it must not pay for the disk.
+  private schedule(): void {
+    if (this.timer) return;
+    this.timer = setTimeout(() => this.flush(), FLUSH_DELAY_MS);
+    this.timer.unref();
   }
 
   /** Writes what record() gathered, in one transaction. Never throws. */
@@ -230,9 +346,11 @@ export class AuditStore {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     const db = this.db;
-    if (!db || this.pending.size === 0) return;
+    if (!db || this.pending.size + this.pendingConditions.size === 0) return;
     const rows = [...this.pending.values()];
+    const conditions = [...this.pendingConditions.values()];
     this.pending.clear();
+    this.pendingConditions.clear();
     try {
       const upsert = db.prepare(
         `INSERT INTO daily (day, project, tool, template, surface, route, reason, outcome, count, reviewer_tokens, review_ms, since)
@@ -240,9 +358,29 @@ export class AuditStore {
          ON CONFLICT DO UPDATE SET count = count + excluded.count, reviewer_tokens = reviewer_tokens + excluded.reviewer_tokens,
            review_ms = review_ms + excluded.review_ms`,
       );
+      const upsertCondition = db.prepare(
+        `INSERT INTO classifier_daily (day, project, classifier, condition, satisfied_at, rejected_at, band, bucket, reviews, decided, cleared, since)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT DO UPDATE SET reviews = reviews + excluded.reviews, decided = decided + excluded.decided, cleared = cleared + excluded.cleared`,
+      );
       this.transaction(db, () => {
         for (const r of rows)
           upsert.run(r.day, r.project, r.tool, r.template, r.surface, r.route, r.reason, r.outcome, r.count, r.reviewerTokens, r.reviewMs, r.since);
+        for (const c of conditions)
+          upsertCondition.run(
+            c.day,
+            c.project,
+            c.classifier,
+            c.condition,
+            c.satisfiedAt,
+            c.rejectedAt,
+            c.band,
+            c.bucket,
+            c.reviews,
+            c.decided,
+            c.cleared,
+            c.since,
+          );
       });
     } catch (e) {
       this.disable(`could not write the audit store: ${describe(e)}`);
@@ -268,12 +406,27 @@ export class AuditStore {
     }
   }
 
+  /** The classifier conditions' rows from `sinceDay` on, oldest first; empty when disabled. */
+  conditionRows(sinceDay = "0000-00-00"): ConditionRow[] {
+    const db = this.db;
+    if (!db) return [];
+    try {
+      this.flush();
+      return db.prepare(`${CONDITION_SELECT} ORDER BY day, classifier, condition, bucket`).all(sinceDay) as unknown as ConditionRow[];
+    } catch (e) {
+      this.disable(`could not read the audit store: ${describe(e)}`);
+      return [];
+    }
+  }
+
   /** Drops the days older than the retention. Never throws. */
   prune(): void {
     const db = this.db;
     if (!db) return;
     try {
-      db.prepare("DELETE FROM daily WHERE day < ?").run(this.cutoff());
+      const cutoff = this.cutoff();
+      db.prepare("DELETE FROM daily WHERE day < ?").run(cutoff);
+      db.prepare("DELETE FROM classifier_daily WHERE day < ?").run(cutoff);
     } catch (e) {
       this.disable(`could not prune the audit store: ${describe(e)}`);
     }
@@ -286,7 +439,9 @@ export class AuditStore {
     if (!db || id === undefined || !Number.isInteger(days) || days < MIN_RETENTION_DAYS || days >= this.retentionDays) return;
     try {
       this.flush();
-      db.prepare("DELETE FROM daily WHERE project = ? AND day < ?").run(id, this.cutoff(days));
+      const cutoff = this.cutoff(days);
+      db.prepare("DELETE FROM daily WHERE project = ? AND day < ?").run(id, cutoff);
+      db.prepare("DELETE FROM classifier_daily WHERE project = ? AND day < ?").run(id, cutoff);
     } catch (e) {
       this.disable(`could not prune the audit store: ${describe(e)}`);
     }
@@ -313,6 +468,7 @@ export class AuditStore {
     this.db = undefined;
     this.key = undefined;
     this.pending.clear();
+    this.pendingConditions.clear();
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     try {
@@ -385,6 +541,7 @@ export class AuditStore {
     }
   }
 
+  /** Every step from `version` to the current schema in one transaction: all of them, or none. */
   private migrate(db: DatabaseSyncType, version: number): void {
     if (version === SCHEMA_VERSION) return;
     this.transaction(db, () => {
@@ -393,19 +550,27 @@ export class AuditStore {
         // Schema 0 with tables is a file some other program made: not ours to change.
         if (tables.n > 0) throw new Error("the audit database holds tables this version did not create");
         db.exec(V2_TABLE);
-      } else if (version === 1) {
-        db.exec("ALTER TABLE daily RENAME TO daily_v1");
-        db.exec(V2_TABLE);
-        db.exec(
-          `INSERT INTO daily (day, project, tool, template, surface, route, reason, outcome, count, reviewer_tokens, review_ms, since)
-           SELECT day, '', tool, template, 'unknown', route, reason, outcome, count, reviewer_tokens, review_ms, 1 FROM daily_v1`,
-        );
-        db.exec("DROP TABLE daily_v1");
+        db.exec(CONDITIONS_TABLE);
+      } else if (version === 1 || version === 2) {
+        if (version === 1) this.migrateV1(db);
+        // 2 -> 3: the classifier conditions' counts; the decisions' rows stay as they are (since 1 or 2).
+        db.exec(CONDITIONS_TABLE);
       } else {
         throw new Error(`unknown audit schema ${version}`);
       }
       db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
     });
+  }
+
+  /** 1 -> 2: a project and a surface for every row (none and unknown for the old ones). */
+  private migrateV1(db: DatabaseSyncType): void {
+    db.exec("ALTER TABLE daily RENAME TO daily_v1");
+    db.exec(V2_TABLE);
+    db.exec(
+      `INSERT INTO daily (day, project, tool, template, surface, route, reason, outcome, count, reviewer_tokens, review_ms, since)
+       SELECT day, '', tool, template, 'unknown', route, reason, outcome, count, reviewer_tokens, review_ms, 1 FROM daily_v1`,
+    );
+    db.exec("DROP TABLE daily_v1");
   }
 
   /** The owner-only key: made with the database, required once a database exists (a new key would orphan its pseudonyms). */

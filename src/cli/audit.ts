@@ -75,15 +75,17 @@ export async function runAudit(argv: readonly string[], io: Io): Promise<number>
     const { windowStart } = await import("../audit/report.ts");
     const now = Date.now();
     let rows: ReturnType<typeof read.reader.rows>;
+    let conditions: ReturnType<typeof read.reader.conditionRows>;
     try {
       rows = read.reader.rows(windowStart(options.days, now));
+      conditions = read.reader.conditionRows(windowStart(options.days, now));
     } catch (e) {
       io.err(
         `pi-auto-mode audit: the audit store ${read.path} cannot be read: ${e instanceof Error ? e.message.split("\n")[0] : String(e)}. It was left as it is.\n`,
       );
       return EXIT.findings;
     }
-    const report = buildReport(rows, options, { now, currentProject: read.reader.pseudonym(realOr(io.cwd)) });
+    const report = buildReport(rows, options, { now, currentProject: read.reader.pseudonym(realOr(io.cwd)), conditions });
     if (json) io.out(`${JSON.stringify({ ...report, data: true, store: read.path })}\n`);
     else io.out(renderReport(report, { userConfigPath: join(agentDir, USER_CONFIG_FILE) }));
     return EXIT.ok;

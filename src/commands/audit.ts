@@ -88,8 +88,9 @@ export function registerAudit(pi: ExtensionAPI, deps: AuditCommandDeps): void {
       let text: string;
       try {
         const now = (deps.now ?? Date.now)();
-        const rows = read.reader.rows(windowStart(options.days, now));
-        const report = buildReport(rows, options, { now, currentProject: read.reader.pseudonym(ctx.cwd) });
+        const since = windowStart(options.days, now);
+        const rows = read.reader.rows(since);
+        const report = buildReport(rows, options, { now, currentProject: read.reader.pseudonym(ctx.cwd), conditions: read.reader.conditionRows(since) });
         text = renderReport(report, { userConfigPath: join(agentDir, USER_CONFIG_FILE) });
       } catch (e) {
         say(ctx, `The audit store ${read.path} cannot be read: ${e instanceof Error ? e.message.split("\n")[0] : String(e)}. It was left as it is.`, "error");

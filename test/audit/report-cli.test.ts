@@ -12,7 +12,7 @@ import { auditDir } from "../../src/audit/query.ts";
 import { DATABASE_FILE, KEY_FILE } from "../../src/audit/store.ts";
 import { main } from "../../src/cli/main.ts";
 import { lastJson, runCli } from "../helpers/cli.ts";
-import { reviewed, seed } from "../helpers/audit-seed.ts";
+import { judged, reviewed, seed, seedConditions } from "../helpers/audit-seed.ts";
 
 interface Setting {
   readonly agentDir: string;
@@ -64,6 +64,10 @@ test("the report from the extension's store, the current project by default, and
     [reviewed("git push origin main", today({ project: s.cwd })), 3],
     [reviewed("make deploy", today({ project: "/elsewhere" })), 4],
   ]);
+  seedConditions(s.dir, [
+    [judged("no_secret_egress", 0.97, { at: Date.now(), project: s.cwd }), 2],
+    [judged("no_secret_egress", 0.2, { at: Date.now(), project: "/elsewhere", decided: true }), 1],
+  ]);
   const db = join(s.dir, DATABASE_FILE);
   const before = digest(db);
   const files = readdirSync(s.dir).sort();
@@ -73,6 +77,7 @@ test("the report from the extension's store, the current project by default, and
   assert.match(text.out, /"command": "git push origin main"/);
   assert.ok(!text.out.includes("make deploy"));
   assert.match(text.out, /evidence of preference, not proof of safety/);
+  assert.match(text.out, /no_secret_egress: 2 reviews: 2 satisfied, 0 uncertain, 0 rejected, 0 no answer; decided 0/);
   assert.ok(text.out.includes(join(s.agentDir, "auto-mode.json")), "names the user file the rule goes in");
   const all = await audit(s, ["--scope", "all", "--json", "--min-count=4", "--days", "2", "--top", "5"]);
   assert.equal(all.code, 0, all.err);
@@ -81,9 +86,11 @@ test("the report from the extension's store, the current project by default, and
     totals: { decisions: number };
     suggestions: Array<{ rule: { command: string }; evidence: { reviewerAllows: number } }>;
     options: unknown;
+    classifier: Array<{ classifier: string; condition: string; reviews: number; decided: number; histogram: number[] }>;
   };
   assert.deepEqual(Object.keys(j).sort(), [
     "caveat",
+    "classifier",
     "data",
     "deniedMost",
     "fragment",
@@ -111,6 +118,10 @@ test("the report from the extension's store, the current project by default, and
     "min-count 4: only the shape allowed four times",
   );
   assert.deepEqual(j.fragment, { version: 1, rules: { allow: [j.suggestions[0]!.rule] } });
+  assert.deepEqual(
+    j.classifier.map((c) => [c.classifier, c.condition, c.reviews, c.decided, c.histogram[19], c.histogram[4]]),
+    [["typesafe/jev-latest", "no_secret_egress", 3, 1, 2, 1]],
+  );
   assert.equal(digest(db), before, "reading never writes the database");
   assert.deepEqual(readdirSync(s.dir).sort(), files, "nor adds a file beside it");
 });

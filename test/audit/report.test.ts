@@ -4,7 +4,12 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { buildReport, DEFAULT_REPORT_OPTIONS, parseReportWords, renderReport, ReportOptionError, reportOptions } from "../../src/audit/report.ts";
-import { auditDir, DAY, NOW, OTHER_PROJECT, reviewed, rowsOf, seed } from "../helpers/audit-seed.ts";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { openAuditReader } from "../../src/audit/query.ts";
+import { DATABASE_FILE, KEY_FILE, V2_SCHEMA } from "../../src/audit/store.ts";
+import { auditDir, DAY, judged, NOW, OTHER_PROJECT, reviewed, rowsOf, seed, seedConditions } from "../helpers/audit-seed.ts";
 
 const render = (r: ReturnType<typeof buildReport>) => renderReport(r, { userConfigPath: "/home/u/.pi/agent/auto-mode.json" });
 
@@ -140,4 +145,92 @@ test("options: defaults, both spellings, and a clear refusal of what is wrong", 
       words.join(" "),
     );
   assert.throws(() => reportOptions({ days: "3651" }), /from 1 to 3650/);
+});
+
+test("classifier conditions: reviews by band, a histogram with the thresholds marked, decided and cleared; scope and window apply", (t) => {
+  const dir = auditDir(t);
+  seed(dir, [[reviewed("git push origin main"), 1]]);
+  seedConditions(dir, [
+    [judged("no_secret_egress", 0.97), 6],
+    [judged("no_secret_egress", 0.93), 2],
+    [judged("no_secret_egress", 0.7), 1],
+    [judged("no_secret_egress", 0.1, { decided: true }), 1],
+    [judged("no_secret_egress", null), 1],
+    [judged("local_scope", 0.2, { satisfiedAt: 0.8, rejectedAt: 0.3, cleared: true }), 2],
+    [judged("local_scope", 0.85, { satisfiedAt: 0.8, rejectedAt: 0.3 }), 1],
+    [judged("local_scope", 0.85, { satisfiedAt: 0.75, rejectedAt: 0.3 }), 1],
+    [judged("intent_coverage", 0.95, { satisfiedAt: 0.8, rejectedAt: 0.3, decided: true }), 2],
+    // Not this project, and outside the window.
+    [judged("no_secret_egress", 0.1, { project: OTHER_PROJECT }), 5],
+    [judged("no_secret_egress", 0.1, { at: NOW - 30 * DAY }), 5],
+    [judged("no_secret_egress", 0.95, { classifier: "openai/gpt-6-luna", project: OTHER_PROJECT }), 1],
+  ]);
+  const { rows, conditions, project } = rowsOf(dir);
+  const r = buildReport(rows, DEFAULT_REPORT_OPTIONS, { now: NOW, currentProject: project, conditions });
+  assert.deepEqual(
+    r.classifier.map((c) => [c.classifier, c.condition, c.reviews, c.bands, c.decided, c.clearedByIntent]),
+    [
+      ["typesafe/jev-latest", "no_secret_egress", 11, { satisfied: 8, uncertain: 1, rejected: 1, missing: 1 }, 1, 0],
+      ["typesafe/jev-latest", "local_scope", 4, { satisfied: 2, uncertain: 0, rejected: 2, missing: 0 }, 0, 2],
+      ["typesafe/jev-latest", "intent_coverage", 2, { satisfied: 2, uncertain: 0, rejected: 0, missing: 0 }, 2, 0],
+    ],
+  );
+  const egress = r.classifier[0]!;
+  const expected = new Array(20).fill(0);
+  expected[19] = 6;
+  expected[18] = 2;
+  expected[14] = 1;
+  expected[2] = 1;
+  assert.deepEqual(egress.histogram, expected);
+  assert.deepEqual(egress.thresholds, [{ satisfiedAt: 0.9, rejectedAt: 0.5, reviews: 11 }]);
+  assert.deepEqual(r.classifier[1]!.thresholds, [
+    { satisfiedAt: 0.8, rejectedAt: 0.3, reviews: 3 },
+    { satisfiedAt: 0.75, rejectedAt: 0.3, reviews: 1 },
+  ]);
+  const text = render(r);
+  assert.match(text, /Classifier conditions/);
+  assert.match(text, /\n {2}typesafe\/jev-latest:\n/);
+  assert.match(
+    text,
+    /no_secret_egress: 11 reviews: 8 satisfied, 1 uncertain, 1 rejected, 1 no answer; decided 1, cleared by your request 0\n {6}0 ··▂···········▂···▃█ 1\n {8} {10}R {7}S\n/,
+  );
+  assert.match(text, /local_scope: 4 reviews: .*cleared by your request 2\n/);
+  assert.match(text, /thresholds satisfied 0\.8, rejected 0\.3 \(3 reviews\); satisfied 0\.75, rejected 0\.3 \(1 review\) \(marked: the first\)/);
+  assert.ok(!text.includes("gpt-6-luna"), "another project's classifier is not in this project's report");
+  const all = buildReport(rows, { ...DEFAULT_REPORT_OPTIONS, scope: "all" }, { now: NOW, currentProject: project, conditions });
+  assert.deepEqual(
+    all.classifier.map((c) => [c.classifier, c.condition, c.reviews]),
+    [
+      ["openai/gpt-6-luna", "no_secret_egress", 1],
+      ["typesafe/jev-latest", "no_secret_egress", 16],
+      ["typesafe/jev-latest", "local_scope", 4],
+      ["typesafe/jev-latest", "intent_coverage", 2],
+    ],
+  );
+  // Without classifier data the report has no such section.
+  const none = buildReport(rows, DEFAULT_REPORT_OPTIONS, { now: NOW, currentProject: project });
+  assert.deepEqual(none.classifier, []);
+  assert.ok(!render(none).includes("Classifier conditions"));
+});
+
+test("a v2 store reads as having no classifier data, and is not migrated by reading", (t) => {
+  const dir = auditDir(t);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  writeFileSync(join(dir, KEY_FILE), Buffer.alloc(32, 7), { mode: 0o600 });
+  const db = new DatabaseSync(join(dir, DATABASE_FILE));
+  db.exec(V2_SCHEMA);
+  db.prepare("INSERT INTO daily VALUES ('2026-12-01', '', 'bash', 'npm test', 'workspace', 'review', 'network', 'ran', 4, 0, 0, 2)").run();
+  db.exec("PRAGMA user_version = 2");
+  db.close();
+  const before = readFileSync(join(dir, DATABASE_FILE));
+  const read = openAuditReader(dir);
+  assert.equal(read.kind, "ok", read.kind === "error" ? read.message : "");
+  if (read.kind !== "ok") return;
+  assert.deepEqual(
+    read.reader.rows("2026-01-01").map((r) => [r.template, r.count, r.since]),
+    [["npm test", 4, 2]],
+  );
+  assert.deepEqual(read.reader.conditionRows("2026-01-01"), []);
+  read.reader.close();
+  assert.ok(readFileSync(join(dir, DATABASE_FILE)).equals(before), "the v2 file is unchanged");
 });

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { test, type TestContext } from "node:test";
 import { bashTemplate } from "../../src/audit/templates.ts";
-import { AuditStore, type AuditEvent, DATABASE_FILE, KEY_FILE, SCHEMA_VERSION, V1_SCHEMA } from "../../src/audit/store.ts";
+import { AuditStore, type AuditEvent, type ConditionEvent, DATABASE_FILE, KEY_FILE, SCHEMA_VERSION, V1_SCHEMA, V2_SCHEMA } from "../../src/audit/store.ts";
 
 const DAY = 86_400_000;
 const NOW = Date.UTC(2026, 11, 1, 12);
@@ -165,6 +165,153 @@ test("migration from a v1 database keeps the totals and marks the rows as pre-mi
   const db = new DatabaseSync(join(dir, DATABASE_FILE));
   assert.equal((db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, SCHEMA_VERSION);
   db.close();
+  assert.deepEqual(warnings, []);
+});
+
+/** A v2 database as the version before the classifier's counts wrote it: its key, two days of rows. */
+function v2Fixture(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  writeFileSync(join(dir, KEY_FILE), Buffer.alloc(32, 7), { mode: 0o600 });
+  const v2 = new DatabaseSync(join(dir, DATABASE_FILE));
+  v2.exec(V2_SCHEMA);
+  const insert = v2.prepare("INSERT INTO daily VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 2)");
+  insert.run("2026-11-20", "p1", "bash", "npm test", "workspace", "review", "reviewer-allow", "ran", 7, 700, 70);
+  insert.run("2026-11-21", "p1", "bash", "npm test", "workspace", "review", "reviewer-allow", "ran", 3, 300, 30);
+  insert.run("2026-11-21", "p2", "write", "", "sensitive", "deny", "hard-deny", "denied", 2, 0, 0);
+  v2.exec("PRAGMA user_version = 2");
+  v2.close();
+  chmodSync(join(dir, DATABASE_FILE), 0o600);
+}
+
+test("migration from a v2 database keeps the totals, marks its rows pre-migration and adds the classifier's counts", (t) => {
+  const dir = tempDir(t);
+  v2Fixture(dir);
+  const { store, warnings } = open(dir);
+  assert.ok(store.enabled, warnings.join());
+  const rows = store.rows();
+  assert.equal(
+    rows.reduce((n, r) => n + r.count, 0),
+    12,
+  );
+  assert.equal(
+    rows.reduce((n, r) => n + r.reviewerTokens, 0),
+    1000,
+  );
+  assert.deepEqual(
+    rows.map((r) => [r.project, r.surface, r.since]),
+    [
+      ["p1", "workspace", 2],
+      ["p1", "workspace", 2],
+      ["p2", "sensitive", 2],
+    ],
+  );
+  assert.deepEqual(store.conditionRows(), []);
+  store.recordCondition(condition({ at: Date.UTC(2026, 10, 21) }));
+  store.record(event({ at: Date.UTC(2026, 10, 21), template: "npm test", project: undefined }));
+  assert.equal(store.conditionRows().length, 1);
+  assert.deepEqual(
+    store
+      .rows()
+      .filter((r) => r.template === "npm test" && r.day === "2026-11-21")
+      .map((r) => r.since)
+      .sort(),
+    [2, SCHEMA_VERSION],
+  );
+  store.close();
+  const db = new DatabaseSync(join(dir, DATABASE_FILE));
+  assert.equal((db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 3);
+  db.close();
+  assert.deepEqual(warnings, []);
+});
+
+test("a v1 database migrates to 3 in one step: its rows pre-migration, the classifier's table there", (t) => {
+  const dir = tempDir(t);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  writeFileSync(join(dir, KEY_FILE), Buffer.alloc(32, 7), { mode: 0o600 });
+  const v1 = new DatabaseSync(join(dir, DATABASE_FILE));
+  v1.exec(V1_SCHEMA);
+  v1.prepare("INSERT INTO daily VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)").run("2026-11-20", "bash", "npm test", "review", "reviewer-allow", "ran", 7, 0, 0);
+  v1.exec("PRAGMA user_version = 1");
+  v1.close();
+  const { store, warnings } = open(dir);
+  assert.ok(store.enabled, warnings.join());
+  assert.deepEqual(
+    store.rows().map((r) => [r.count, r.since]),
+    [[7, 1]],
+  );
+  store.recordCondition(condition());
+  assert.equal(store.conditionRows().length, 1);
+  store.close();
+  const db = new DatabaseSync(join(dir, DATABASE_FILE));
+  assert.equal((db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, SCHEMA_VERSION);
+  db.close();
+});
+
+test("a failed v2 -> v3 migration is rolled back: the v2 database as it was, the store off with one warning", (t) => {
+  const dir = tempDir(t);
+  v2Fixture(dir);
+  const raw = new DatabaseSync(join(dir, DATABASE_FILE));
+  // A table in the way of the new one makes the migration fail.
+  raw.exec("CREATE TABLE classifier_daily (x)");
+  raw.close();
+  const { store, warnings } = open(dir);
+  assert.equal(store.enabled, false);
+  assert.equal(warnings.length, 1);
+  const db = new DatabaseSync(join(dir, DATABASE_FILE));
+  assert.equal((db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 2);
+  assert.equal((db.prepare("SELECT sum(count) AS n FROM daily").get() as { n: number }).n, 12);
+  db.close();
+});
+
+const condition = (over: Partial<ConditionEvent> = {}): ConditionEvent => ({
+  at: NOW,
+  classifier: "typesafe/jev-latest",
+  condition: "no_secret_egress",
+  satisfiedAt: 0.9,
+  rejectedAt: 0.5,
+  band: "satisfied",
+  probability: 0.97,
+  decided: false,
+  cleared: false,
+  ...over,
+});
+
+test("classifier conditions are counted per day, classifier, condition, thresholds, band and twentieth of probability", (t) => {
+  const dir = tempDir(t);
+  const { store, warnings } = open(dir);
+  store.recordCondition(condition({ probability: 0.96 }));
+  // On a bucket's edge it is in that bucket (0.15 * 20 is 2.9999999999999996 in floating point).
+  store.recordCondition(condition({ probability: 0.15, band: "rejected" }));
+  store.recordCondition(condition({ probability: 0.999 }));
+  store.recordCondition(condition({ probability: 1 }));
+  store.recordCondition(condition({ probability: 0.2, band: "rejected", decided: true }));
+  store.recordCondition(
+    condition({ condition: "local_scope", satisfiedAt: 0.8, rejectedAt: 0.3, probability: 0.1, band: "rejected", cleared: true, project: "/w/p" }),
+  );
+  store.recordCondition(condition({ probability: null, band: "missing" }));
+  // A band the probability cannot have, thresholds out of range, a bad band: never stored as given.
+  store.recordCondition(condition({ probability: 1.5, band: "satisfied" }));
+  store.recordCondition(condition({ satisfiedAt: 2 }));
+  store.recordCondition(condition({ band: "odd" as never }));
+  store.recordCondition(condition({ classifier: "a b/c\n", condition: "x y", at: NOW - DAY }));
+  const rows = store.conditionRows();
+  const pseudonym = store.pseudonym("/w/p");
+  assert.deepEqual(
+    rows.map((r) => [r.day, r.project, r.classifier, r.condition, r.satisfiedAt, r.rejectedAt, r.band, r.bucket, r.reviews, r.decided, r.cleared, r.since]),
+    [
+      ["2026-11-30", "", "other", "other", 0.9, 0.5, "satisfied", 19, 1, 0, 0, SCHEMA_VERSION],
+      ["2026-12-01", pseudonym, "typesafe/jev-latest", "local_scope", 0.8, 0.3, "rejected", 2, 1, 0, 1, SCHEMA_VERSION],
+      ["2026-12-01", "", "typesafe/jev-latest", "no_secret_egress", 0.9, 0.5, "missing", -1, 2, 0, 0, SCHEMA_VERSION],
+      ["2026-12-01", "", "typesafe/jev-latest", "no_secret_egress", 0.9, 0.5, "rejected", 3, 1, 0, 0, SCHEMA_VERSION],
+      ["2026-12-01", "", "typesafe/jev-latest", "no_secret_egress", 0.9, 0.5, "rejected", 4, 1, 1, 0, SCHEMA_VERSION],
+      ["2026-12-01", "", "typesafe/jev-latest", "no_secret_egress", 0.9, 0.5, "satisfied", 19, 3, 0, 0, SCHEMA_VERSION],
+    ],
+  );
+  store.close();
+  // Retention prunes them with the decisions.
+  const later = open(dir, { now: NOW + 40 * DAY, retentionDays: 30 }).store;
+  assert.deepEqual(later.conditionRows(), []);
+  later.close();
   assert.deepEqual(warnings, []);
 });
 

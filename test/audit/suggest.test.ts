@@ -6,13 +6,17 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { test } from "node:test";
-import { SCHEMA_VERSION, V1_SCHEMA, DATABASE_FILE } from "../../src/audit/store.ts";
+import { SCHEMA_VERSION, V1_SCHEMA, V2_SCHEMA, DATABASE_FILE } from "../../src/audit/store.ts";
 import { bashHeldBack, suggestRules, SUGGESTION_CAVEAT } from "../../src/audit/suggest.ts";
 import { bashTemplate } from "../../src/audit/templates.ts";
 import { compileRule, ruleMatches } from "../../src/policy/rules.ts";
 import { main } from "../../src/cli/main.ts";
 import { configEnv, expectOk, loadIn } from "../helpers/config-env.ts";
-import { auditDir, DAY, NOW, reviewed, rowsOf, seed } from "../helpers/audit-seed.ts";
+import { auditDir, DAY, NOW, PROJECT, reviewed, rowsOf, seed } from "../helpers/audit-seed.ts";
+import { pseudonymWith } from "../../src/audit/query.ts";
+
+/** A project's pseudonym under the fixtures' key (32 bytes of 7). */
+const rowsOfKey = (location: string) => pseudonymWith(Buffer.alloc(32, 7), location);
 
 const opts = { minCount: 3, top: 10 };
 
@@ -104,7 +108,37 @@ test("pre-migration rows never make a suggestion; new evidence after the migrati
     after.map((s) => [s.template, s.evidence.reviewerAllows]),
     [["git push origin main", 3]],
   );
-  assert.equal(SCHEMA_VERSION, 2);
+  assert.equal(SCHEMA_VERSION, 3);
+});
+
+test("v2 rows are pre-migration data too: counted, never a suggestion, after the migration to schema 3", (t) => {
+  const dir = auditDir(t);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  writeFileSync(join(dir, "audit.key"), Buffer.alloc(32, 7), { mode: 0o600 });
+  const v2 = new DatabaseSync(join(dir, DATABASE_FILE));
+  v2.exec(V2_SCHEMA);
+  v2.exec("PRAGMA user_version = 2");
+  const project = rowsOfKey(PROJECT);
+  v2.prepare("INSERT INTO daily VALUES (?, ?, 'bash', 'git push origin main', 'workspace', 'review', 'network', 'ran', 9, 900, 90, 2)").run(
+    "2026-12-01",
+    project,
+  );
+  v2.prepare("INSERT INTO daily VALUES (?, ?, 'bash', 'npm ci', 'workspace', 'review', 'network', 'approved', 5, 0, 0, 2)").run("2026-12-01", project);
+  v2.close();
+  const before = rowsOf(dir).rows;
+  assert.deepEqual(
+    before.map((r) => [r.template, r.count, r.since]),
+    [
+      ["git push origin main", 9, 2],
+      ["npm ci", 5, 2],
+    ],
+  );
+  assert.deepEqual(suggestRules(before, opts), { suggestions: [], heldBack: [], fragment: undefined }, "14 pre-migration allows and approvals suggest nothing");
+  seed(dir, [[reviewed("git push origin main"), 3]]);
+  assert.deepEqual(
+    suggestRules(rowsOf(dir).rows, opts).suggestions.map((s) => [s.template, s.evidence.reviewerAllows]),
+    [["git push origin main", 3]],
+  );
 });
 
 test("shapes that would make a broad or dangerous rule are held back, each with its reason", () => {

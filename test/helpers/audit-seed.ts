@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestContext } from "node:test";
-import { AuditStore, type AuditEvent } from "../../src/audit/store.ts";
+import { AuditStore, type AuditEvent, type ConditionEvent } from "../../src/audit/store.ts";
 
 export const DAY = 86_400_000;
 export const NOW = Date.UTC(2026, 11, 1, 12);
@@ -43,11 +43,40 @@ export function seed(dir: string, events: ReadonlyArray<readonly [AuditEvent, nu
   if (warnings.length > 0) throw new Error(warnings.join("; "));
 }
 
+/** A classifier condition as typesafe/jev-latest judged it, today, in PROJECT. */
+export const judged = (condition: string, probability: number | null, over: Partial<ConditionEvent> = {}): ConditionEvent => {
+  const [satisfiedAt, rejectedAt] = [over.satisfiedAt ?? 0.9, over.rejectedAt ?? 0.5];
+  const band = probability === null ? "missing" : probability >= satisfiedAt ? "satisfied" : probability <= rejectedAt ? "rejected" : "uncertain";
+  return {
+    at: NOW,
+    classifier: "typesafe/jev-latest",
+    condition,
+    satisfiedAt,
+    rejectedAt,
+    band,
+    probability,
+    decided: false,
+    cleared: false,
+    project: PROJECT,
+    ...over,
+  };
+};
+
+/** Opens a store in `dir` at NOW, records the conditions `times` each, flushes and closes it. */
+export function seedConditions(dir: string, events: ReadonlyArray<readonly [ConditionEvent, number]>): void {
+  const warnings: string[] = [];
+  const store = AuditStore.open({ dir, onWarning: (m) => warnings.push(m), now: () => NOW });
+  for (const [e, times] of events) for (let i = 0; i < times; i++) store.recordCondition(e);
+  store.close();
+  if (warnings.length > 0) throw new Error(warnings.join("; "));
+}
+
 export function rowsOf(dir: string) {
   const store = AuditStore.open({ dir, onWarning: (m) => assertNever(m), now: () => NOW });
   const rows = store.rows();
+  const conditions = store.conditionRows();
   const pseudonym = (p: string) => store.pseudonym(p);
-  const out = { rows, project: pseudonym(PROJECT)!, other: pseudonym(OTHER_PROJECT)! };
+  const out = { rows, conditions, project: pseudonym(PROJECT)!, other: pseudonym(OTHER_PROJECT)! };
   store.close();
   return out;
 }
