@@ -59,6 +59,8 @@ const realOr = (p: string) => {
 
 /** How long a headless session waits before loading the sandbox on its own. */
 const IDLE_LOAD_MS = 200;
+/** How long a session with a screen waits for the probe before it draws the footer. */
+const UI_PROBE_WAIT_MS = 300;
 
 export default function autoMode(pi: ExtensionAPI): void {
   // The OS sandbox: one controller per process, whose probe picks the backend (P5, P16).
@@ -188,14 +190,17 @@ export default function autoMode(pi: ExtensionAPI): void {
     const { repairStaging } = await import("./sandbox/effects/repair.ts");
     await repairStaging(getAgentDir(), ctx.cwd, (text) => (ctx.hasUI ? ctx.ui.notify(text, "warning") : process.stderr.write(`${text}\n`)));
     sandbox.attach(sandboxOwner);
+    // The probe runs in the background; only a shell command waits for it (the gate). Without a
+    // screen (pi -p) it starts when Pi is idle waiting for the model, so a run that never reaches
+    // a shell command never pays for it. With one, the footer should say what the sandbox is, not
+    // that its probe is still running: the session waits briefly (a remembered probe takes a few
+    // milliseconds; a slow one finishes behind the footer, which follows).
+    if (ctx.hasUI) await Promise.race([sandbox.ready(), new Promise((r) => setTimeout(r, UI_PROBE_WAIT_MS).unref())]);
+    else sandbox.loadWhenIdle(IDLE_LOAD_MS);
     checks.clear(ctx);
     refresh(ctx);
     const trust = trustIn(ctx);
     if (trust.kind === "writable" && !trust.optedIn && ctx.hasUI) ctx.ui.notify(`auto mode: ${installLine(trust)}`, "warning");
-    // The probe runs in the background; only a shell command waits for it (the gate). With a
-    // screen it starts as soon as the session has; without one (pi -p), when Pi is idle waiting
-    // for the model, so a run that never reaches a shell command never pays for it.
-    sandbox.loadWhenIdle(ctx.hasUI ? 0 : IDLE_LOAD_MS);
     void sandbox.settled().then(() => {
       try {
         refresh(ctx);

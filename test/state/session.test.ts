@@ -233,14 +233,16 @@ describe("P12, P16: damaged global state, through a real AgentSession", () => {
     rmSync(join(stateDir, "revision.json"));
     rmSync(join(stateDir, "revision.recovery.json"));
     rmSync(join(dirs.agentDir, "auto-mode.anchor"));
-    const before = readdirSync(stateDir).map((f) => [f, readFileSync(join(stateDir, f), "utf8")]);
+    // The state's files (the audit's folder beside them is written by its own timer, not by this command).
+    const stateFiles = () =>
+      readdirSync(stateDir, { withFileTypes: true })
+        .filter((e) => e.isFile())
+        .map((e) => [e.name, readFileSync(join(stateDir, e.name), "utf8")]);
+    const before = stateFiles();
     await h.session.prompt("/perm-enabled off");
     assert.match(lastNote(), /cannot be repaired safely.*Quit every running Pi, delete/s);
     assert.equal(ui.notes.at(-1)?.level, "error");
-    assert.deepEqual(
-      readdirSync(stateDir).map((f) => [f, readFileSync(join(stateDir, f), "utf8")]),
-      before,
-    );
+    assert.deepEqual(stateFiles(), before);
     h.faux.setResponses([call("deploy_service", { service: "api" }), done()]);
     await h.session.prompt("deploy");
     assert.equal(deploy.runs(), 1, "still gated: a refused 'off' did not turn anything off");
