@@ -12,7 +12,8 @@ import { createAuditRecorder, MAX_BUFFERED } from "../src/audit/recorder.ts";
 import { generator } from "../src/eval/generate.ts";
 import { decideLikeTheExtension, evalSetup } from "../src/eval/score.ts";
 import { buildEvalWorkspace } from "../src/eval/workspace.ts";
-import type { CallRecord } from "../src/grants/admit-call.ts";
+import type { CallRecord, JudgedCall } from "../src/grants/admit-call.ts";
+import { decide, prepareGate } from "../src/policy/gate.ts";
 
 const ROUNDS = 5;
 const CALLS = 2000;
@@ -40,8 +41,11 @@ const audited: number[] = [];
 const pushes: number[] = [];
 
 /** The decision and the record the gate makes of it (either way); with `audit`, also the audit's push. */
-function decideAndRecord(id: string, tool: string, input: unknown, audit: boolean): CallRecord {
-  const r = decideLikeTheExtension(tool, input, setup, "sandboxed");
+function decideAndRecord(id: string, tool: string, input: unknown, audit: boolean): { rec: CallRecord; judged: JudgedCall } {
+  // decideLikeTheExtension, with the gate context kept: the gate hands its references to the audit either way.
+  const gate = prepareGate(setup);
+  const r = decide(tool, input, gate, "sandboxed");
+  const judged: JudgedCall = { subject: r.judgement?.subject, context: gate.judge };
   const route = r.decision.route;
   const rec: CallRecord = {
     toolCallId: id,
@@ -56,9 +60,9 @@ function decideAndRecord(id: string, tool: string, input: unknown, audit: boolea
   };
   if (audit) {
     recorder.noteCall(id, tool, input);
-    recorder.decision(rec, w.ws);
+    recorder.decision(rec, w.ws, judged);
   }
-  return rec;
+  return { rec, judged };
 }
 
 // Warm-up: the JIT, the gate's caches, and the store (opened, created and written once).
@@ -82,7 +86,7 @@ for (let round = 0; round < ROUNDS; round++) {
     // Interleaved, and the order swapped every other call; both sides make their id the same way,
     // outside the timed part.
     const first = (i + round) % 2 === 0;
-    let rec: CallRecord | undefined;
+    let rec: { rec: CallRecord; judged: JudgedCall } | undefined;
     for (const withAudit of first ? [false, true] : [true, false]) {
       const callId = `c${id++}`;
       const t0 = ns();
@@ -93,10 +97,10 @@ for (let round = 0; round < ROUNDS; round++) {
     }
     // The push alone, timed apart so its clock reads do not land inside the decisions' figures.
     const pushId = `c${id++}`;
-    const again = { ...rec!, toolCallId: pushId };
+    const again = { ...rec!.rec, toolCallId: pushId };
     const t0 = ns();
     recorder.noteCall(pushId, c.tool, c.input);
-    recorder.decision(again, w.ws);
+    recorder.decision(again, w.ws, rec!.judged);
     pushes.push(us(t0, ns()));
     recorded += 2;
     // What the flush timer (or a full buffer) would do off the decision path, timed apart.

@@ -284,9 +284,9 @@ export default function autoMode(pi: ExtensionAPI): void {
     return createToolCallGate({
       runtime,
       agentDir: getAgentDir,
-      record: (r, ctx) => {
+      record: (r, ctx, judged) => {
         pi.appendEntry(DECISION_ENTRY_TYPE, r);
-        audit?.decision(r, ctx.cwd);
+        audit?.decision(r, ctx.cwd, judged);
         const started = callStarts.get(r.toolCallId);
         callStarts.delete(r.toolCallId);
         emitSafely(emit, "auto-mode:decision", () => decisionEvent(r, started === undefined ? 0 : performance.now() - started));
@@ -341,9 +341,9 @@ export default function autoMode(pi: ExtensionAPI): void {
       resetBreaker: () => reviews?.newTurn(),
       askerContains: true,
     },
-    record: (r) => {
+    record: (r, judged) => {
       pi.appendEntry(DECISION_ENTRY_TYPE, r);
-      audit?.decision(r, lastCtx?.cwd ?? process.cwd());
+      audit?.decision(r, lastCtx?.cwd ?? process.cwd(), judged);
     },
   });
 
@@ -381,5 +381,14 @@ export default function autoMode(pi: ExtensionAPI): void {
       return config.config.breakGlass ? undefined : "the user's or this project's auto-mode.json sets breakGlass to false";
     },
   });
-  registerAudit(pi, { agentDir: getAgentDir, cwd: () => lastCtx?.cwd ?? process.cwd(), flush: () => audit?.flush() });
+  registerAudit(pi, {
+    agentDir: getAgentDir,
+    cwd: () => lastCtx?.cwd ?? process.cwd(),
+    flush: () => audit?.flush(),
+    // Another extension's broadcast may come before the first gated call: the recorder is made then.
+    recorder: async () => {
+      const { createAuditRecorder } = await import("./audit/recorder.ts");
+      return (audit ??= createAuditRecorder({ agentDir: getAgentDir, home: homedir(), warn: auditWarning }));
+    },
+  });
 }

@@ -6,12 +6,11 @@
 // The value is a command, a path or a name, so it is redacted the audit's way before it goes
 // anywhere: a bash command becomes its template, a path only its surface class, a name stays only
 // when it is a plain identifier. Its matched pattern, agent and origin are not kept. Pi-free:
-// extension.ts subscribes and hands each payload to the listener.
+// commands/audit.ts subscribes and hands each payload to the session's audit recorder
+// (recorder.ts permissionDecision), which calls permissionDecisionEvent at its flush.
 
-import { loadPolicyConfig } from "../policy/config/load.ts";
 import type { Places } from "../policy/places.ts";
-import { sharedAuditStore } from "./recorder.ts";
-import { type AuditEvent, auditDir, type DailyRow, type Outcome, SCHEMA_VERSION } from "./store.ts";
+import { type AuditEvent, type DailyRow, type Outcome, SCHEMA_VERSION } from "./store.ts";
 import { bashTemplate, STAR, surfaceClass, type SurfaceClass } from "./templates.ts";
 import { bashHeldBack, HELD_BACK_WORDS, type HeldBackReason, isRefusal, PERMISSION_SYSTEM_ROUTE } from "./suggest.ts";
 
@@ -60,40 +59,6 @@ export function permissionDecisionEvent(raw: unknown, ctx: ObserveContext): Audi
     reason: NAME.test(resolution) ? resolution : "other",
     outcome,
     ...(ctx.project !== undefined ? { project: ctx.project } : {}),
-  };
-}
-
-/** Where observed decisions go: the audit store (AuditStore.record). */
-export interface AuditSink {
-  record(e: AuditEvent): void;
-}
-
-/** The pi.events handler's body: one broadcast, at its time and in its session's project, into the sink. Never throws. */
-export function createPermissionSystemListener(sink: AuditSink): (raw: unknown, ctx: ObserveContext) => void {
-  return (raw, ctx) => {
-    try {
-      const e = permissionDecisionEvent(raw, ctx);
-      if (e) sink.record(e);
-    } catch {
-      // Another extension's broadcast must not break this one, nor the gate that sent it.
-    }
-  };
-}
-
-/**
- * The process's audit store as a sink, under the same settings the recorder obeys: nothing is
- * recorded where the user's or the project's file turns the audit off or is at fault. The store
- * batches its writes (store.ts), so a broadcast pays for a map update.
- */
-export function auditStoreSink(opts: { readonly agentDir: () => string; readonly home: string }): AuditSink {
-  return {
-    record(e) {
-      const agentDir = opts.agentDir();
-      const c = loadPolicyConfig({ agentDir, cwd: e.project ?? process.cwd(), home: opts.home });
-      if (!c.ok || !c.config.audit.enabled) return;
-      const store = sharedAuditStore(auditDir(agentDir), { retentionDays: c.config.audit.retentionDays });
-      store.record(e);
-    },
   };
 }
 

@@ -20,15 +20,28 @@
 // A review of a call adds its reviewer tokens and time to the call's decision. A review of a staged
 // command's held effects, made after the call was decided, is a decision of its own (reason
 // held-effects): `ran` when its effects were applied, `held` when not.
-// Only bash has a template; other tools have the template "" (nothing but the tool's name), and a
-// `path` input gives the surface class. Pi-free.
+// Only bash has a template; other tools have the template "" (nothing but the tool's name).
+//
+// A decision's surface is the strictest class (sensitive > external > home > temp > workspace) of
+// the paths the gate judged: a file tool's lexical and real path, every word of a shell command that
+// may name one (the rule subject's candidates, judge.ts commandPaths). The gate hands over its
+// subject and judge context by reference (JudgedCall); the classes are computed at the flush, and
+// no path is ever stored. Without judged paths a `path` input gives the class; with none, unknown.
+//
+// A classifier review's conditions (ReviewFacts.classifier) are counted at the flush too: each
+// condition's band, probability bucket and thresholds, whether it decided and intent cleared it.
+//
+// Other extensions' decisions come in through the same recorder (permissionDecision: one store
+// owner, one warning, the session's places for a path's class), at the same flush. Pi-free.
 
-import type { CallRecord } from "../grants/admit-call.ts";
+import type { CallRecord, JudgedCall } from "../grants/admit-call.ts";
+import { commandPaths } from "../policy/judge.ts";
 import { loadPolicyConfig } from "../policy/config/load.ts";
 import type { AuditSettings } from "../policy/config/audit-settings.ts";
 import { buildPlaces, type Places } from "../policy/places.ts";
 import { defaultTmpRootPath, selfPaths } from "../state/locations.ts";
-import { AuditStore, type AuditEvent, type AuditStoreOptions, auditDir, type Outcome } from "./store.ts";
+import { permissionDecisionEvent } from "./permission-system.ts";
+import { AuditStore, type AuditEvent, type AuditStoreOptions, auditDir, type ConditionBand, type Outcome } from "./store.ts";
 import { bashTemplate, type SurfaceClass, surfaceClass, UNREADABLE_TEMPLATE } from "./templates.ts";
 
 /** After the first buffered decision, the flush waits this long (the timer does not keep Node alive). */
@@ -38,12 +51,30 @@ export const MAX_BUFFERED = 256;
 /** Calls whose input is remembered for their decision (a call the gate never records falls out). */
 const MAX_NOTED = 512;
 
+/** What the recorder reads of a classifier's judgement (review/types.ts ClassifierJudgement fits it). */
+export interface ClassifierFacts {
+  readonly conditions: ReadonlyArray<{
+    readonly id: string;
+    readonly severity: string;
+    readonly probability: number | null;
+    readonly satisfiedAt: number;
+    readonly rejectedAt: number;
+    readonly band: ConditionBand;
+  }>;
+  readonly decidedBy: string | null;
+  readonly clearedByIntent: boolean;
+}
+
 /** What the recorder reads of a review record (tools/review-call.ts ReviewRecord fits it). */
 export interface ReviewFacts {
   readonly toolCallId: string;
   readonly admitted: boolean;
   readonly usage: { readonly totalTokens: number };
   readonly durationMs: number;
+  /** Who judged: a classifier's conditions are counted under provider/model. */
+  readonly reviewer?: { readonly provider: string; readonly model: string } | undefined;
+  /** The classifier engine's conditions (absent or null for the chat engine). */
+  readonly classifier?: ClassifierFacts | null;
 }
 
 export interface RecorderOptions {
@@ -57,12 +88,17 @@ export interface RecorderOptions {
 export interface AuditRecorder {
   /** A call reached the gate with this input (remembered for its decision's template and surface). */
   noteCall(toolCallId: string, tool: string, input: unknown): void;
-  /** The gate decided a call. */
-  decision(r: CallRecord, cwd: string): void;
+  /** The gate decided a call; `judged` is what it judged the call's paths with (classified at the flush). */
+  decision(r: CallRecord, cwd: string, judged?: JudgedCall): void;
   /** A reviewer judged a call (before its decision) or a staged command's held effects (after it). */
   review(r: ReviewFacts, cwd: string): void;
   /** A sandboxed command's effects were held back for the user. */
   held(toolCallId: string, command: string, cwd: string): void;
+  /**
+   * Another extension's decision, as @gotgenes/pi-permission-system broadcasts it (permission-system.ts
+   * reads it), in the session's project: redacted and classified at the flush, like the gate's.
+   */
+  permissionDecision(raw: unknown, cwd: string, at?: number): void;
   /** Writes what was gathered now (session shutdown). Never throws. */
   flush(): void;
 }
@@ -75,10 +111,26 @@ interface Noted {
   held: boolean;
   tokens: number;
   reviewMs: number;
+  /** What the gate judged its paths with, for a later review of its held effects. */
+  judged?: JudgedCall;
 }
 
 type Pending =
-  | { readonly kind: "decision"; readonly r: CallRecord; readonly noted: Noted | undefined; readonly cwd: string; readonly at: number }
+  | {
+      readonly kind: "decision";
+      readonly r: CallRecord;
+      readonly noted: Noted | undefined;
+      readonly judged: JudgedCall | undefined;
+      readonly cwd: string;
+      readonly at: number;
+    }
+  | { readonly kind: "conditions"; readonly classifier: string; readonly facts: ClassifierFacts; readonly cwd: string; readonly at: number }
+  | {
+      readonly kind: "permission-system";
+      readonly payload: { readonly surface: unknown; readonly value: unknown; readonly result: unknown; readonly resolution: unknown };
+      readonly cwd: string;
+      readonly at: number;
+    }
   | {
       readonly kind: "held";
       readonly tool: string;
@@ -87,6 +139,7 @@ type Pending =
       readonly outcome: Outcome;
       readonly tokens: number;
       readonly reviewMs: number;
+      readonly judged: JudgedCall | undefined;
       readonly cwd: string;
       readonly at: number;
     };
@@ -147,6 +200,30 @@ function templateOf(tool: string, input: unknown): string {
   const command = field(input, "command");
   return command === undefined ? UNREADABLE_TEMPLATE : bashTemplate(command);
 }
+
+/** Strictest first: the class a call with several paths gets. */
+const STRICTNESS: readonly SurfaceClass[] = ["sensitive", "external", "home", "temp", "workspace"];
+
+/** The strictest class of the paths the gate judged, or undefined when it judged none. */
+function judgedSurface(tool: string, input: unknown, judged: JudgedCall | undefined): SurfaceClass | undefined {
+  if (!judged) return undefined;
+  let paths = judged.subject?.paths ?? [];
+  // Without rules the gate builds no subject for a shell command: its candidates are read here, off the path.
+  if (paths.length === 0 && tool === "bash") {
+    const command = field(input, "command");
+    if (command !== undefined) paths = commandPaths(command, judged.context);
+  }
+  if (paths.length === 0) return undefined;
+  let best = STRICTNESS.length;
+  for (const p of paths) {
+    const i = STRICTNESS.indexOf(surfaceClass(p, judged.context.places));
+    if (i !== -1 && i < best) best = i;
+    if (best === 0) break;
+  }
+  return STRICTNESS[best] ?? "unknown";
+}
+
+const CLASSIFIER_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.:@/-]{0,127}$/;
 
 function outcomeOf(r: CallRecord): Outcome {
   if (r.outcome === "denied") return "denied";
@@ -227,7 +304,29 @@ export function createAuditRecorder(opts: RecorderOptions): AuditRecorder {
           store.pruneProject(item.cwd, s.audit.workspaceRetentionDays);
         }
         const place = () => placesOf(item.cwd, s.tmpRoot, agentDir);
-        let e: AuditEvent;
+        let e: AuditEvent | undefined;
+        if (item.kind === "conditions") {
+          const f = item.facts;
+          for (const c of f.conditions)
+            store.recordCondition({
+              at: item.at,
+              classifier: item.classifier,
+              condition: c.id,
+              satisfiedAt: c.satisfiedAt,
+              rejectedAt: c.rejectedAt,
+              band: c.band,
+              probability: c.probability,
+              decided: f.decidedBy === c.id,
+              cleared: f.clearedByIntent && c.severity === "soft" && c.band === "rejected",
+              project: item.cwd,
+            });
+          continue;
+        }
+        if (item.kind === "permission-system") {
+          e = permissionDecisionEvent(item.payload, { now: item.at, project: item.cwd, places: place() });
+          if (e) store.record(e);
+          continue;
+        }
         if (item.kind === "decision") {
           const tool = item.noted?.tool ?? item.r.tool;
           const input = item.noted?.input;
@@ -235,7 +334,7 @@ export function createAuditRecorder(opts: RecorderOptions): AuditRecorder {
             at: item.at,
             tool: item.r.tool,
             template: templateOf(tool, input),
-            surface: surfaceOf(tool, input, place),
+            surface: judgedSurface(tool, input, item.judged) ?? surfaceOf(tool, input, place),
             route: item.r.route,
             reason: item.r.reason,
             outcome: outcomeOf(item.r),
@@ -248,7 +347,7 @@ export function createAuditRecorder(opts: RecorderOptions): AuditRecorder {
             at: item.at,
             tool: item.tool,
             template: templateOf(item.tool, item.input),
-            surface: "unknown",
+            surface: judgedSurface(item.tool, item.input, item.judged) ?? "unknown",
             route: item.route,
             reason: "held-effects",
             outcome: item.outcome,
@@ -282,13 +381,21 @@ export function createAuditRecorder(opts: RecorderOptions): AuditRecorder {
       }
       noted.set(toolCallId, { tool, input, decided: false, held: false, tokens: 0, reviewMs: 0 });
     },
-    decision(r, cwd) {
+    decision(r, cwd, judged) {
       const n = note(r.toolCallId);
-      if (n) n.decided = true;
-      push({ kind: "decision", r, noted: n, cwd, at: now() });
+      if (n) {
+        n.decided = true;
+        n.judged = judged;
+      }
+      push({ kind: "decision", r, noted: n, judged, cwd, at: now() });
     },
     review(r, cwd) {
       const n = note(r.toolCallId);
+      const c = r.classifier;
+      if (c && Array.isArray(c.conditions) && c.conditions.length > 0) {
+        const name = r.reviewer ? `${r.reviewer.provider}/${r.reviewer.model}` : "";
+        push({ kind: "conditions", classifier: CLASSIFIER_NAME.test(name) ? name : "other", facts: c, cwd, at: now() });
+      }
       const tokens = typeof r.usage?.totalTokens === "number" ? r.usage.totalTokens : 0;
       const ms = typeof r.durationMs === "number" ? r.durationMs : 0;
       if (n && !n.decided) {
@@ -307,6 +414,7 @@ export function createAuditRecorder(opts: RecorderOptions): AuditRecorder {
         outcome: r.admitted ? "ran" : "held",
         tokens,
         reviewMs: ms,
+        judged: n?.judged,
         cwd,
         at: now(),
       });
@@ -316,7 +424,13 @@ export function createAuditRecorder(opts: RecorderOptions): AuditRecorder {
       // A reviewer's denial of these effects counted them held already.
       if (n?.held) return;
       if (n) n.held = true;
-      push({ kind: "held", tool: "bash", input: { command }, route: "sandbox", outcome: "held", tokens: 0, reviewMs: 0, cwd, at: now() });
+      push({ kind: "held", tool: "bash", input: { command }, route: "sandbox", outcome: "held", tokens: 0, reviewMs: 0, judged: n?.judged, cwd, at: now() });
+    },
+    permissionDecision(raw, cwd, at) {
+      if (typeof raw !== "object" || raw === null) return;
+      // Its four fields, as they are now: the sender may reuse its object after the broadcast.
+      const { surface, value, result, resolution } = raw as Record<string, unknown>;
+      push({ kind: "permission-system", payload: { surface, value, result, resolution }, cwd, at: typeof at === "number" ? at : now() });
     },
     flush,
   };

@@ -4,9 +4,9 @@
 // (docs/extensions.md: custom entries do not participate in LLM context; custom messages do).
 // The store is read read-only, like `pi-auto-mode audit`.
 
-import { homedir } from "node:os";
 import { join } from "node:path";
 import type { ExtensionAPI, ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
+import type { AuditRecorder } from "../audit/recorder.ts";
 import type { ReportOptions } from "../audit/report.ts";
 import { USER_CONFIG_FILE } from "../policy/config/files.ts";
 
@@ -25,6 +25,11 @@ export interface AuditCommandDeps {
   readonly cwd: () => string;
   /** Writes what the recorder gathered, so the report includes this session's latest decisions. */
   readonly flush?: () => void;
+  /**
+   * The session's audit recorder (made on first use), where observed broadcasts go: the store has
+   * one owner, and its one warning reaches the session like the gate's own.
+   */
+  readonly recorder?: () => Promise<AuditRecorder | undefined>;
   readonly now?: () => number;
 }
 
@@ -35,18 +40,22 @@ function say(ctx: ExtensionCommandContext, text: string, level: "info" | "warnin
 
 /**
  * /perm-audit with its entry renderer, and the listener for @gotgenes/pi-permission-system's
- * `permissions:decision` broadcasts (src/audit/permission-system.ts), whose module loads at the
- * first broadcast: a Pi without that package never pays for it.
+ * `permissions:decision` broadcasts, handed to the session's audit recorder (recorder.ts
+ * permissionDecision), which reads them at its flush (src/audit/permission-system.ts): a Pi
+ * without that package never pays for it.
  */
 export function registerAudit(pi: ExtensionAPI, deps: AuditCommandDeps): void {
-  let listener: Promise<(raw: unknown, ctx: { now: number; project?: string }) => void> | undefined;
   pi.events.on("permissions:decision", (raw) => {
-    const ctx = { now: (deps.now ?? Date.now)(), project: deps.cwd() };
-    listener ??= import("../audit/permission-system.ts").then((m) =>
-      m.createPermissionSystemListener(m.auditStoreSink({ agentDir: deps.agentDir, home: homedir() })),
-    );
+    if (typeof raw !== "object" || raw === null || !deps.recorder) return;
+    const at = (deps.now ?? Date.now)();
+    const cwd = deps.cwd();
+    // Its fields as broadcast: the sender may reuse its object once the recorder is loaded.
+    const { surface, value, result, resolution } = raw as Record<string, unknown>;
     // Observing never affects the decision that was broadcast, nor this extension.
-    void listener.then((listen) => listen(raw, ctx)).catch(() => {});
+    void deps
+      .recorder()
+      .then((rec) => rec?.permissionDecision({ surface, value, result, resolution }, cwd, at))
+      .catch(() => {});
   });
 
   pi.registerEntryRenderer<AuditEntry>(AUDIT_ENTRY_TYPE, (entry) => {

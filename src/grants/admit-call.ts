@@ -8,7 +8,8 @@ import { homedir } from "node:os";
 import type { ConfigResult } from "../policy/config/load.ts";
 import { concurrentDenial, decisionDenial, denial, denialBody, escalationDenial, escalationInvalidDenial, noReviewerDenial } from "../policy/denial.ts";
 import { decide, prepareGate, type GateContext, type GateResult } from "../policy/gate.ts";
-import type { Judgement } from "../policy/judge.ts";
+import type { JudgeContext, Judgement } from "../policy/judge.ts";
+import type { RuleSubject } from "../policy/rules.ts";
 import { guardedByInstall, installTrust } from "../policy/install-trust.ts";
 import { type Backend, type Decision, decision, isSandboxed, type ReasonCode, type Route } from "../policy/types.ts";
 import { rulesRunUnsandboxed } from "../policy/route.ts";
@@ -60,6 +61,15 @@ export interface CallRecord {
   readonly approvedBy?: Approver;
 }
 
+/**
+ * What the gate judged a call's paths with, by reference (nothing is computed for it): the audit
+ * classifies the subject's paths off the decision path and never stores one.
+ */
+export interface JudgedCall {
+  readonly subject: RuleSubject | undefined;
+  readonly context: JudgeContext;
+}
+
 /** Who admitted a call in a reviewer's place. */
 export type Approver = "user" | "break-glass";
 
@@ -76,7 +86,7 @@ export interface ReviewAsk {
 export interface CallEnv {
   /** The reviewer for this call (it needs the call's transcript and model registry); without it review routes are denied. */
   readonly review?: (ask: ReviewAsk) => Promise<ReviewAdmission>;
-  readonly record: (r: CallRecord) => void;
+  readonly record: (r: CallRecord, judged?: JudgedCall) => void;
   /** Auto mode is off (perhaps just turned off by another process). */
   readonly off?: () => void;
   /** The session the call belongs to: denials are remembered and grants used per session (P14). */
@@ -137,20 +147,24 @@ export function createCallGate(deps: AdmitDeps): (call: GateCall, env: CallEnv) 
     if (!readEnabled(global)) {
       env.off?.();
       // Off is no way around the floor: what an unrestricted runtime never runs, an off one does not either.
-      const judged = decide(call.toolName, call.input, gateFor(deps, call.cwd, tmpRoot).context, runtime.backend());
+      const offGate = gateFor(deps, call.cwd, tmpRoot).context;
+      const judged = decide(call.toolName, call.input, offGate, runtime.backend());
       const floor = offFloor(judged);
       if (floor) {
-        env.record({
-          toolCallId: call.toolCallId,
-          parentToolCallId: call.parentToolCallId,
-          tool: call.toolName,
-          mode: "off",
-          route: floor.route,
-          reason: floor.reason,
-          outcome: "denied",
-          hash: judged.request?.hash,
-          message: floor.message,
-        });
+        env.record(
+          {
+            toolCallId: call.toolCallId,
+            parentToolCallId: call.parentToolCallId,
+            tool: call.toolName,
+            mode: "off",
+            route: floor.route,
+            reason: floor.reason,
+            outcome: "denied",
+            hash: judged.request?.hash,
+            message: floor.message,
+          },
+          { subject: judged.judgement?.subject, context: offGate.judge },
+        );
         return { kind: "deny", text: denialText(floor, "off") };
       }
       issue(deps, call, { passed: "allowed", host: "gate-off", backend: runtime.backend() });
@@ -195,18 +209,21 @@ export function createCallGate(deps: AdmitDeps): (call: GateCall, env: CallEnv) 
       const other = deps.inFlight.conflict(shape);
       if (other) step = { outcome: "denied", denial: concurrentDenial(call.toolName, other), reviewed: false, escalated: false };
     }
-    env.record({
-      toolCallId: call.toolCallId,
-      parentToolCallId: call.parentToolCallId,
-      tool: call.toolName,
-      mode,
-      route: result.decision.route,
-      reason: result.decision.reason,
-      outcome: step.outcome,
-      hash: result.request?.hash,
-      message: step.note ?? (step.denial !== undefined && shape !== undefined ? denialBody(step.denial) : result.decision.message),
-      ...(step.approvedBy ? { approvedBy: step.approvedBy } : {}),
-    });
+    env.record(
+      {
+        toolCallId: call.toolCallId,
+        parentToolCallId: call.parentToolCallId,
+        tool: call.toolName,
+        mode,
+        route: result.decision.route,
+        reason: result.decision.reason,
+        outcome: step.outcome,
+        hash: result.request?.hash,
+        message: step.note ?? (step.denial !== undefined && shape !== undefined ? denialBody(step.denial) : result.decision.message),
+        ...(step.approvedBy ? { approvedBy: step.approvedBy } : {}),
+      },
+      { subject: result.judgement?.subject, context: gate.context.judge },
+    );
     if (step.outcome === "denied") return { kind: "deny", text: step.denial ?? denialText(result.decision, mode) };
     // What was judged is what runs: a later extension that rewrites the input now throws, which blocks the call.
     deepFreeze(call.input);

@@ -7,7 +7,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { canonicalJson } from "../request/canonical-json.ts";
 import { redact } from "../request/redact.ts";
-import type { Approver, CallEnv, CallRecord, GateCall, GateOutcome } from "./admit-call.ts";
+import type { Approver, CallEnv, CallRecord, GateCall, GateOutcome, JudgedCall } from "./admit-call.ts";
 
 export const BROKER_SYMBOL: unique symbol = Symbol.for("pi-auto-mode:boundary-broker") as never;
 
@@ -62,7 +62,7 @@ export interface BrokerDeps {
   readonly currentSession: () => string | undefined;
   /** The reviewer for the current session, if one can be asked now. */
   readonly review?: CallEnv["review"];
-  readonly record?: (r: CallRecord & { readonly broker: { readonly surface: string; readonly scopeKey?: string } }) => void;
+  readonly record?: (r: CallRecord & { readonly broker: { readonly surface: string; readonly scopeKey?: string } }, judged?: JudgedCall) => void;
   readonly now?: () => number;
 }
 
@@ -123,9 +123,9 @@ export function createBroker(deps: BrokerDeps): BoundaryBroker {
         outcome = await deps.admit(call, {
           sessionId: options.sessionId,
           ...(deps.review ? { review: deps.review } : {}),
-          record: (r) => {
+          record: (r, judged) => {
             record = r;
-            deps.record?.({ ...r, broker: { surface: request.surface, ...(options.scopeKey !== undefined ? { scopeKey: options.scopeKey } : {}) } });
+            deps.record?.({ ...r, broker: { surface: request.surface, ...(options.scopeKey !== undefined ? { scopeKey: options.scopeKey } : {}) } }, judged);
           },
         });
       } catch (e) {

@@ -171,6 +171,15 @@ function otherClasses(cls: CommandClass, findings: readonly { cls: CommandClass;
   return out;
 }
 
+/**
+ * The paths a shell command may touch, as a rule subject has them (every static word a candidate),
+ * read from the command itself: the audit's surface class, off the decision path, where no rules
+ * made the gate build a subject.
+ */
+export function commandPaths(command: string, ctx: JudgeContext): readonly string[] {
+  return bashSubject(command, ctx, undefined).paths;
+}
+
 /** The simple commands of a bash call, as rules see them: words joined by single spaces. */
 function bashSubject(command: string, ctx: JudgeContext, extraction: Extraction | undefined): RuleSubject {
   // A reading the analysis cut short (too complex to judge) is done in full: deny rules see every command.

@@ -4,7 +4,7 @@
 
 import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { decisionRecord, type DecisionRecord } from "../audit/decision-record.ts";
-import type { AdmitDeps } from "../grants/admit-call.ts";
+import type { AdmitDeps, JudgedCall } from "../grants/admit-call.ts";
 import type { BoundaryBroker } from "../grants/broker.ts";
 import type { ReviewHook } from "./review-call.ts";
 import { sessionOf } from "./session-of.ts";
@@ -16,7 +16,8 @@ export interface BrokerLinkDeps {
   readonly session: () => ExtensionContext | undefined;
   readonly reviewHook: () => Promise<ReviewHook | undefined>;
   readonly admitDeps: AdmitDeps;
-  readonly record: (r: DecisionRecord) => void;
+  /** `judged`: what the gate judged the call's paths with, by reference, for the audit (never stored). */
+  readonly record: (r: DecisionRecord, judged?: JudgedCall) => void;
 }
 
 export function publishBroker(deps: BrokerLinkDeps): BoundaryBroker {
@@ -37,7 +38,7 @@ export function publishBroker(deps: BrokerLinkDeps): BoundaryBroker {
         if (!hook || !ctx) throw new Error("no session to review in");
         return hook({ event: { toolCallId: `broker-${ask.request.hash.slice(0, 12)}`, parentToolCallId: undefined }, ctx, ...ask });
       },
-      record: (r) => deps.record(decisionRecord(r, Date.now())),
+      record: (r, judged) => deps.record(decisionRecord(r, Date.now()), judged),
     });
     return loaded;
   };

@@ -4,7 +4,7 @@
 
 import type { ExtensionContext, ToolCallEvent, ToolCallEventResult } from "@earendil-works/pi-coding-agent";
 import { decisionRecord, type DecisionRecord } from "../audit/decision-record.ts";
-import { type AdmitDeps, createCallGate } from "../grants/admit-call.ts";
+import { type AdmitDeps, createCallGate, type JudgedCall } from "../grants/admit-call.ts";
 import { gateFailureDenial } from "../policy/denial.ts";
 import { redact } from "../request/redact.ts";
 import { clipHead } from "../review/budget.ts";
@@ -15,7 +15,8 @@ export { denialText } from "../grants/admit-call.ts";
 
 export interface GateDeps extends AdmitDeps {
   /** Called once per decided call, for the audit entry and the status line. */
-  readonly record: (r: DecisionRecord, ctx: ExtensionContext) => void;
+  /** `judged`: what the gate judged the call's paths with, by reference, for the audit (never stored). */
+  readonly record: (r: DecisionRecord, ctx: ExtensionContext, judged?: JudgedCall) => void;
   /** Judges calls routed to `review` (the reviewer model) and escalations; without it they are denied. */
   readonly review?: ReviewHook;
   /** Called when auto mode is off (perhaps just turned off by another process), for the status line. */
@@ -31,7 +32,7 @@ export function createToolCallGate(deps: GateDeps) {
         { toolCallId: event.toolCallId, parentToolCallId: event.parentToolCallId, toolName: event.toolName, input: event.input, cwd: ctx.cwd },
         {
           ...(review ? { review: (ask) => review({ event, ctx, ...ask }) } : {}),
-          record: (r) => deps.record(decisionRecord(r, Date.now()), ctx),
+          record: (r, judged) => deps.record(decisionRecord(r, Date.now()), ctx, judged),
           off: () => deps.off?.(ctx),
           notify: (text) => tell(ctx, text),
           ...sessionOf(ctx),

@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { permissionDecisionEvent, permissionPatternMatches, permissionSystemSuggestions } from "../../src/audit/permission-system.ts";
 import { auditDir, openAuditReader } from "../../src/audit/query.ts";
-import { sharedAuditStore } from "../../src/audit/recorder.ts";
+import { FLUSH_DELAY_MS } from "../../src/audit/recorder.ts";
 import { buildReport, DEFAULT_REPORT_OPTIONS, renderReport } from "../../src/audit/report.ts";
 import { SCHEMA_VERSION, type DailyRow } from "../../src/audit/store.ts";
 import { call, done } from "../helpers/faux-turns.ts";
@@ -156,8 +156,8 @@ test("the real pi-permission-system in a session with auto mode: its decisions r
     bashDecisions.filter((b) => b.value === push).every((b) => b.resolution === "user_approved"),
     JSON.stringify(bashDecisions),
   );
-  // The store writes on its own timer; the test does not wait for it.
-  sharedAuditStore(auditDir(h.agentDir)).flush();
+  // The broadcasts go through the session's audit recorder, which writes on its own timer.
+  await new Promise((done) => setTimeout(done, FLUSH_DELAY_MS + 300));
   const read = openAuditReader(auditDir(h.agentDir));
   assert.equal(read.kind, "ok", JSON.stringify(read));
   if (read.kind !== "ok") return;
