@@ -311,7 +311,7 @@ describe("what the recorder classifies at the flush", () => {
       const rows = rowsOf(s.agentDir);
       assert.equal(new Set(rows.map((r) => r.template)).size, commands.length);
       const byTemplate = new Map(rows.map((r) => [r.template, r.surface]));
-      commands.forEach(([command, cls]) => assert.equal(byTemplate.get(bashTemplate(command)), cls, command));
+      for (const [command, cls] of commands) assert.equal(byTemplate.get(bashTemplate(command)), cls, command);
       const bytes = Buffer.concat(readdirSync(auditDir(s.agentDir)).map((f) => readFileSync(join(auditDir(s.agentDir), f))));
       for (const p of [s.root, "notes.txt", "id_rsa", "x.log", "/etc"]) assert.ok(!bytes.includes(Buffer.from(p)), p);
     });
