@@ -165,7 +165,7 @@ export interface DoctorReport {
   readonly state: { readonly status: "ok" | "missing" | "fault"; readonly path: string; readonly revision: number | null; readonly message: string };
   readonly tmpRoot: string;
   /** The effective sandbox.network settings and where each part came from; null when the configuration is at fault. */
-  readonly network: { readonly spec: NetworkSpec; readonly origins: NetworkOrigins } | null;
+  readonly network: { readonly spec: NetworkSpec; readonly origins: NetworkOrigins; readonly dataFault?: string } | null;
   readonly backend: { readonly name: Backend; readonly why: string };
   /** The capability probe behind the backend, what is missing, and the sandbox's limits. */
   readonly sandbox: Omit<SandboxDoctor, "name" | "why">;
@@ -420,6 +420,11 @@ export function doctorProblems(r: ReportFacts): DoctorProblem[] {
       `the configuration is invalid (${r.config.path}: ${r.config.message.replace(/; every call is denied until it is fixed$/, "")}); auto mode denies every call until it is fixed`,
       `edit ${r.config.path} (the README's Configuration section has the format); pi-auto-mode config shows the effective configuration once it loads`,
     );
+  if (r.network?.dataFault)
+    problem(
+      `auto mode's shipped network data is at fault (${r.network.dataFault}): sandboxed commands have no network`,
+      "reinstall pi-auto-mode (this is a bug of the package: please report it)",
+    );
   if (r.state.status === "fault")
     problem(
       "auto mode's global state is damaged; calls that need review or the sandbox are denied until it is repaired",
@@ -506,7 +511,7 @@ export async function doctorReport(io: Io): Promise<DoctorReport> {
     config,
     state,
     tmpRoot,
-    network: loaded.ok ? { spec: loaded.config.network, origins: loaded.config.networkOrigins } : null,
+    network: loaded.ok ? { spec: loaded.config.network, origins: loaded.config.networkOrigins, ...(await networkDataFault()) } : null,
     backend: { name: sandbox.name, why: sandbox.why },
     sandbox: { probe: sandbox.probe, missing: sandbox.missing, facts: sandbox.facts },
     machine: machineFacts(io.env),
@@ -542,6 +547,19 @@ async function stateReport(agentDir: string): Promise<DoctorReport["state"]> {
         revision: null,
         message: `${r.fault.detail}; calls that need review or the sandbox are denied until /perm-repair, /perm-enabled or /perm-auto-model rewrites it`,
       };
+  }
+}
+
+/** The shipped network data's fault, if its check fails (the loader then gives no network). */
+async function networkDataFault(): Promise<{ dataFault?: string }> {
+  const { networkData } = await import("../policy/network/data.ts");
+  const { networkListProblem } = await import("../policy/network/entries.ts");
+  try {
+    const d = networkData().defaults;
+    const problem = networkListProblem(d.allow) ?? networkListProblem(d.deny);
+    return problem ? { dataFault: `a default entry is invalid: ${problem}` } : {};
+  } catch (e) {
+    return { dataFault: (e as Error).message };
   }
 }
 

@@ -13,8 +13,15 @@ import { compileRule, type CompiledRule, type RuleOrigin } from "../rules.ts";
 import { DEFAULT_UNDO_BOUNDS, type UndoBounds } from "./undo-bounds.ts";
 import { type AuditSettings, DEFAULT_AUDIT_SETTINGS } from "./audit-settings.ts";
 import { absenceOf, fullStamp, sameStamp, settled, type Absence, type Stamp, type StampBook } from "../../request/stamps.ts";
-import { NETWORK_DATA_PATH, networkData } from "../network/data.ts";
-import { type EffectiveNetwork, effectiveNetwork, type NetworkOrigins, networkListProblem } from "../network/entries.ts";
+import { networkData } from "../network/data.ts";
+import {
+  type EffectiveNetwork,
+  effectiveNetwork,
+  type NetworkOrigins,
+  networkListProblem,
+  type ProjectNetworkSettings,
+  type UserNetworkSettings,
+} from "../network/entries.ts";
 import type { NetworkSpec } from "../network/types.ts";
 
 export { PROJECT_CONFIG_FILE, USER_CONFIG_FILE };
@@ -55,19 +62,16 @@ export interface PolicyConfig {
 
 export type ConfigResult = { readonly ok: true; readonly config: PolicyConfig } | { readonly ok: false; readonly path: string; readonly message: string };
 
-// Without valid data there is no default list to fall back on: no network (and loadPolicyConfig
-// reports the data's fault, so every call denies anyway).
-function defaultNetwork(): EffectiveNetwork {
-  try {
-    return effectiveNetwork(undefined, undefined);
-  } catch {
-    return { spec: { allow: [], deny: [], reviewUnlisted: false }, origins: { allow: [], deny: [], removed: [], reviewUnlisted: "default" } };
-  }
-}
+// Without valid shipped data there is no default list to fall back on: no network (doctor says
+// why: it checks the data itself).
+const NO_NETWORK: EffectiveNetwork = {
+  spec: { allow: [], deny: [], reviewUnlisted: false },
+  origins: { allow: [], deny: [], removed: [], reviewUnlisted: "default" },
+};
 
 // Checked when first needed, not when Pi loads the extension: the data's schema check costs ~10 ms.
 let defaults: EffectiveNetwork | undefined;
-const DEFAULT_NETWORK = (): EffectiveNetwork => (defaults ??= defaultNetwork());
+const DEFAULT_NETWORK = (): EffectiveNetwork => (defaults ??= effectiveOrNone(undefined, undefined));
 
 export const EMPTY_CONFIG: PolicyConfig = {
   tmpRoot: undefined,
@@ -262,8 +266,12 @@ function layer(loc: ConfigLocation, userPath: string, projectPath: string, user:
       deny: [...userRules.deny, ...projectRules.deny],
       files: [user.kind === "ok" ? userPath : undefined, project.kind === "ok" ? projectPath : undefined].filter((f): f is string => f !== undefined),
       breakGlass: u?.breakGlass !== false && p?.breakGlass !== false,
-      network: network.value.spec,
-      networkOrigins: network.value.origins,
+      get network() {
+        return network.value().spec;
+      },
+      get networkOrigins() {
+        return network.value().origins;
+      },
       audit: layerAudit(u, p),
     },
   };
@@ -280,16 +288,14 @@ function layerAudit(u: UserConfig | undefined, p: ProjectConfig | undefined): Au
 
 type Layered<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly path: string; readonly message: string };
 
-/** Both files' network settings over the shipped defaults; an invalid entry is a fault at its file and path. */
-function layerNetwork(u: UserConfig | undefined, p: ProjectConfig | undefined, userPath: string, projectPath: string): Layered<EffectiveNetwork> {
-  let defaults: NetworkSpec;
-  try {
-    defaults = networkData().defaults;
-    const problem = networkListProblem(defaults.allow) ?? networkListProblem(defaults.deny);
-    if (problem) throw new Error(`a default entry is invalid: ${problem}`);
-  } catch (e) {
-    return { ok: false, path: NETWORK_DATA_PATH, message: (e as Error).message };
-  }
+/**
+ * Both files' network settings over the shipped defaults; an invalid entry of a file is a fault at
+ * its file and path, found now. The defaults are read (and the shipped data checked against its
+ * schema, a few milliseconds) when the effective settings are first asked for: by a shell command
+ * that runs in the sandbox, or doctor; not at every start. Shipped data that fails its check (a bug
+ * of ours, which its tests catch) gives no network at all.
+ */
+function layerNetwork(u: UserConfig | undefined, p: ProjectConfig | undefined, userPath: string, projectPath: string): Layered<() => EffectiveNetwork> {
   const un = u?.sandbox?.network;
   const pn = p?.sandbox?.network;
   const lists: Array<[string, string, readonly string[] | undefined]> = [
@@ -302,5 +308,17 @@ function layerNetwork(u: UserConfig | undefined, p: ProjectConfig | undefined, u
     const problem = list && networkListProblem(list);
     if (problem) return { ok: false, path, message: `/sandbox/network/${key}/${problem}` };
   }
-  return { ok: true, value: effectiveNetwork(un, pn, defaults) };
+  let effective: EffectiveNetwork | undefined;
+  return { ok: true, value: () => (effective ??= effectiveOrNone(un, pn)) };
+}
+
+function effectiveOrNone(un: UserNetworkSettings | undefined, pn: ProjectNetworkSettings | undefined): EffectiveNetwork {
+  try {
+    const defaults = networkData().defaults;
+    const problem = networkListProblem(defaults.allow) ?? networkListProblem(defaults.deny);
+    if (problem) throw new Error(`a default entry is invalid: ${problem}`);
+    return effectiveNetwork(un, pn, defaults);
+  } catch {
+    return NO_NETWORK;
+  }
 }
