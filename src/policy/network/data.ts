@@ -1,6 +1,6 @@
 // The sandbox's network data (data/network.json), checked against its schema when first asked for.
 // A file that does not pass is a bug of ours: networkData() throws, and the configuration loader
-// turns the throw into a configuration fault (every call denies, P5), so a broken default list can
+// turns the throw into no network at all (doctor reports the fault), so a broken default list can
 // never mean "no restriction". Its examples are checked by a test (networkExampleFailures in
 // entries.ts), not here: judging them needs the entry parser, which itself reads this data.
 
