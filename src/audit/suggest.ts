@@ -12,7 +12,8 @@
 //   was approved; a template that cannot be said that way is held back with the reason: compound
 //   commands, redirections, variable assignments, a program named by path, only the program named,
 //   an interpreter or a program that runs its arguments, a protected name, and what an allow rule
-//   does not spare anyway (protected places, escalations out of the sandbox). Pi-free.
+//   does not spare anyway (protected places, escalations out of the sandbox), and any tool but
+//   bash: a rule can name it but not narrow its input, so it would allow every call of it. Pi-free.
 
 import { compileRule, ruleMatches } from "../policy/rules.ts";
 import { protectedComponent } from "../policy/places.ts";
@@ -170,6 +171,7 @@ export type HeldBackReason =
   | "protected-name"
   | "not-spared"
   | "built-in-tool"
+  | "whole-tool"
   | "covers-refused";
 
 export const HELD_BACK_WORDS: Readonly<Record<HeldBackReason, string>> = {
@@ -183,6 +185,7 @@ export const HELD_BACK_WORDS: Readonly<Record<HeldBackReason, string>> = {
   "protected-name": "it names a protected path",
   "not-spared": "what made it need review is not spared by an allow rule (a protected place, an escalation out of the sandbox, your own review rule)",
   "built-in-tool": "a rule for every call of a built-in tool would be broader than the calls seen",
+  "whole-tool": "no template narrows it: the audit keeps only the tool's name, and a rule for it would allow every call of the tool, whatever its input",
   "covers-refused": "the rule would also match a command refused in this window",
 };
 
@@ -351,7 +354,9 @@ export function suggestRules(rows: readonly DailyRow[], opts: SuggestOptions): S
         if (coversRefused(rule, refusedTemplates)) [why, rule] = ["covers-refused", undefined];
       }
     } else if (BUILTIN_TOOLS.has(g.tool) || g.tool === "other" || /[*?]/.test(g.tool)) why = "built-in-tool";
-    else rule = { tool: g.tool, reason: reasonText(evidence) };
+    // A rule names a tool, a command or a path (rules.ts); nothing in it narrows another tool's
+    // input, and the audit keeps none of it: a suggestion would cover every call of the tool.
+    else why = "whole-tool";
     if (why || !rule) heldBack.push({ tool: g.tool, template: g.template, reason: why ?? "unreadable", evidence: n });
     else suggestions.push({ tool: g.tool, template: g.template, rule, evidence });
   }

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { test } from "node:test";
 import { SCHEMA_VERSION, V1_SCHEMA, V2_SCHEMA, DATABASE_FILE } from "../../src/audit/store.ts";
-import { bashHeldBack, suggestRules, SUGGESTION_CAVEAT } from "../../src/audit/suggest.ts";
+import { bashHeldBack, HELD_BACK_WORDS, suggestRules, SUGGESTION_CAVEAT } from "../../src/audit/suggest.ts";
 import { bashTemplate } from "../../src/audit/templates.ts";
 import { compileRule, ruleMatches } from "../../src/policy/rules.ts";
 import { main } from "../../src/cli/main.ts";
@@ -182,24 +182,29 @@ test("what an allow rule does not spare (a protected place, an escalation, the u
   assert.deepEqual(s.heldBack.map((h) => h.reason).sort(), ["not-spared", "not-spared", "not-spared", "protected-name"]);
 });
 
-test("other tools: a custom tool gets a tool rule over all its calls; a built-in file tool does not", (t) => {
+test("other tools: no rule for a whole tool, custom or built-in: the audit keeps no template that would narrow it", (t) => {
   const dir = auditDir(t);
   seed(dir, [
-    [reviewed("*", { tool: "mcp__github__create_issue", reason: "unknown-tool" }), 3],
-    [reviewed("*", { tool: "write", reason: "outside-writable-roots", surface: "external" }), 3],
-    [reviewed("*", { tool: "edit", reason: "inline-code" }), 3],
-    [reviewed("*", { tool: "mcp__db__drop", reason: "unknown-tool" }), 3],
-    [reviewed("*", { tool: "mcp__db__drop", reason: "unknown-tool", outcome: "denied" }), 1],
+    [reviewed("", { tool: "mcp__github__create_issue", reason: "unknown-tool" }), 3],
+    [reviewed("", { tool: "write", reason: "outside-writable-roots", surface: "external" }), 3],
+    [reviewed("", { tool: "edit", reason: "inline-code" }), 3],
+    [reviewed("", { tool: "deploy_site", reason: "unknown-tool", outcome: "approved" }), 4],
+    [reviewed("", { tool: "mcp__db__drop", reason: "unknown-tool" }), 3],
+    [reviewed("", { tool: "mcp__db__drop", reason: "unknown-tool", outcome: "denied" }), 1],
   ]);
   const s = suggestRules(rowsOf(dir).rows, opts);
-  assert.deepEqual(
-    s.suggestions.map((x) => x.rule.tool),
-    ["mcp__github__create_issue"],
-  );
-  assert.deepEqual(s.heldBack.map((h) => [h.tool, h.reason]).sort(), [
-    ["edit", "built-in-tool"],
-    ["write", "not-spared"],
+  assert.deepEqual(s.suggestions, []);
+  assert.equal(s.fragment, undefined);
+  assert.deepEqual(s.heldBack.map((h) => [h.tool, h.reason, h.evidence]).sort(), [
+    ["deploy_site", "whole-tool", 4],
+    ["edit", "built-in-tool", 3],
+    ["mcp__github__create_issue", "whole-tool", 3],
+    ["write", "not-spared", 3],
   ]);
+  assert.match(HELD_BACK_WORDS["whole-tool"], /^no template narrows it/);
+  // The rule format has no way to narrow a tool by its input: a tool rule matches every call of it.
+  const rule = compileRule({ tool: "deploy_site" }, "user", "/h", "/");
+  assert.ok(ruleMatches(rule, { tool: "deploy_site", commands: [], paths: [] }));
 });
 
 test("a star template's rule is no broader than the template: every fixed word kept, only the starred word free", (t) => {
@@ -239,10 +244,14 @@ test("the suggested fragment loads through the real loader, and the gate then al
     [reviewed("*", { tool: "mcp__github__create_issue", reason: "unknown-tool" }), 3],
   ]);
   const s = suggestRules(rowsOf(dir).rows, opts);
-  assert.equal(s.suggestions.length, 2);
+  // The custom tool's three allows are held back: no template narrows it.
+  assert.deepEqual(
+    s.suggestions.map((x) => x.template),
+    ["git push origin main"],
+  );
   const env = configEnv("audit-suggest-", { user: s.fragment });
   const config = expectOk(loadIn(env));
-  assert.equal(config.allow.length, 2);
+  assert.equal(config.allow.length, 1);
   const check = async (args: string[]) => {
     let out = "";
     const code = await main(["check", "--backend", "review-only", "--cwd", env.ws, "--tmp-root", env.tmp, "--json", ...args], {
@@ -259,7 +268,7 @@ test("the suggested fragment loads through the real loader, and the gate then al
   const other = await check(["--", "git push origin other"]);
   assert.notEqual(other.reason, "user-allow-rule", "a different branch is not covered");
   const tool = await check(["--tool", "mcp__github__create_issue", "--input", "{}"]);
-  assert.deepEqual([tool.route, tool.reason], ["allow", "user-allow-rule"]);
+  assert.notEqual(tool.reason, "user-allow-rule", "no rule was offered for the custom tool");
   // Without the fragment the same push needs review: the rule is what changed it.
   writeFileSync(env.userFile, JSON.stringify({ version: 1 }));
   const without = await check(["--", "git push origin main"]);
