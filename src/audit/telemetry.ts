@@ -11,6 +11,7 @@ import type { RunResult } from "../sandbox/controller.ts";
 import type { EffectReport } from "../sandbox/effects/settle.ts";
 import type { ReasonCode, Route } from "../policy/types.ts";
 import type { EffectiveMode } from "../state/effective.ts";
+import type { AttemptReport } from "../review/engine.ts";
 import type { FailureClass, ReviewUsage, RiskLevel, Verdict } from "../review/types.ts";
 
 /** The version of every event's shape; bumped on any change a listener could notice. */
@@ -203,17 +204,8 @@ export function decisionEvent(r: CallRecord, durationMs: number): DecisionEvent 
   };
 }
 
-/** The facts of one reviewer attempt, as an engine would report them. */
-export interface ReviewAttemptFacts {
-  readonly attempt: number;
-  readonly status: "verdict" | "retry" | "failure";
-  readonly failure?: FailureClass;
-  readonly durationMs: number;
-  readonly inputTokens: number;
-  readonly outputTokens: number;
-}
-
-export function reviewAttemptEvent(a: ReviewAttemptFacts): ReviewAttemptEvent {
+/** One reviewer attempt, as the engine reports it (its onAttempt). */
+export function reviewAttemptEvent(a: AttemptReport): ReviewAttemptEvent {
   return {
     v: TELEMETRY_VERSION,
     attempt: num(a.attempt),

@@ -3,7 +3,7 @@
 // retry with a fixed reminder when the answer is out of format.
 
 import { buildReviewInput } from "./input.ts";
-import type { JudgmentEngine } from "./engine-types.ts";
+import { type JudgmentEngine, overBudget } from "./engine-types.ts";
 import { parseVerdict } from "./verdict.ts";
 import type { ThinkingLevel } from "./types.ts";
 
@@ -23,13 +23,7 @@ export const chatEngine: JudgmentEngine = {
   prepare(job, models, limits) {
     const reviewer = job.reviewer!;
     const input = buildReviewInput(job.action, job.transcript, limits.budget);
-    if (!input.ok)
-      return {
-        ok: false,
-        failure: "over-budget",
-        detail: `the mandatory input needs ${input.mandatoryTokens} tokens; the budget is ${input.budget}`,
-        inputTokens: 0,
-      };
+    if (!input.ok) return overBudget(input);
     const inputTokens = input.tokens;
     const model = models.find(reviewer.provider, reviewer.model);
     if (!model)

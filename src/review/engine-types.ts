@@ -67,3 +67,13 @@ export interface JudgmentEngine {
   /** Build the input within the budget and resolve the model: no network, never throws on bad input. */
   prepare(job: ReviewJob, models: ReviewerModels, limits: EngineLimits): PreparedReview;
 }
+
+/** An input whose mandatory part alone is over the budget: nothing is sent. */
+export function overBudget(input: { readonly mandatoryTokens: number; readonly budget: number }): PreparedReview {
+  return {
+    ok: false,
+    failure: "over-budget",
+    detail: `the mandatory input needs ${input.mandatoryTokens} tokens; the budget is ${input.budget}`,
+    inputTokens: 0,
+  };
+}

@@ -12,6 +12,7 @@ import { after, before, describe, test } from "node:test";
 import { pathToFileURL } from "node:url";
 import shipped from "../../src/policy/data/network.json" with { type: "json" };
 import { BIN, lastJson, runCli } from "../helpers/cli.ts";
+import { jsonOverride } from "../helpers/module-hook.ts";
 
 describe("shipped network data that fails its check gives no network", () => {
   let dir: string;
@@ -20,16 +21,7 @@ describe("shipped network data that fails its check gives no network", () => {
     dir = mkdtempSync(join(tmpdir(), "pam-netdata-"));
     const broken = structuredClone(shipped) as Record<string, unknown> & { proxy: Record<string, unknown> };
     broken.proxy.connectTimeoutMs = "soon";
-    const hooks = join(dir, "hooks.mjs");
-    writeFileSync(
-      hooks,
-      `export async function load(url, context, next) {
-  if (url.endsWith("/policy/data/network.json")) return { format: "json", source: ${JSON.stringify(JSON.stringify(broken))}, shortCircuit: true };
-  return next(url, context);
-}`,
-    );
-    register = join(dir, "register.mjs");
-    writeFileSync(register, `import { register } from "node:module"; register(${JSON.stringify(pathToFileURL(hooks).href)});`);
+    register = jsonOverride(dir, "/policy/data/network.json", broken);
     mkdirSync(join(dir, "agent"), { recursive: true });
     mkdirSync(join(dir, "ws"), { recursive: true });
   });
@@ -44,7 +36,7 @@ describe("shipped network data that fails its check gives no network", () => {
 const r = loadPolicyConfig({ agentDir: ${JSON.stringify(join(dir, "agent"))}, cwd: ${JSON.stringify(join(dir, "ws"))}, home: ${JSON.stringify(dir)} });
 console.log(JSON.stringify(r.ok ? { ok: true, network: r.config.network } : r));`,
     );
-    const r = spawnSync(process.execPath, ["--import", pathToFileURL(register).href, probe], { encoding: "utf8" });
+    const r = spawnSync(process.execPath, ["--import", register, probe], { encoding: "utf8" });
     assert.equal(r.status, 0, r.stderr);
     assert.deepEqual(JSON.parse(r.stdout), { ok: true, network: { allow: [], deny: [], reviewUnlisted: false } });
   });
@@ -52,7 +44,7 @@ console.log(JSON.stringify(r.ok ? { ok: true, network: r.config.network } : r));
   test("doctor reports the fault as a problem", async () => {
     const r = await runCli(["doctor", "--json"], {
       cwd: join(dir, "ws"),
-      env: { PI_CODING_AGENT_DIR: join(dir, "agent"), HOME: dir, NODE_OPTIONS: `--import=${pathToFileURL(register).href}` },
+      env: { PI_CODING_AGENT_DIR: join(dir, "agent"), HOME: dir, NODE_OPTIONS: `--import=${register}` },
       bin: BIN,
     });
     const j = lastJson(r.stdout) as { problems: Array<{ level: string; what: string }> };

@@ -3,6 +3,7 @@
 // data the schema or the lint rules refuse is a fault, and a faulty policy denies every shell
 // command; every handler a record names has code, and every handler's code has a record.
 
+import { jsonOverride } from "../helpers/module-hook.ts";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -124,16 +125,7 @@ describe("a faulty command policy denies every shell command", () => {
   test("with a record judged two ways, `ls` and `echo hi` are denied for the fault", () => {
     // A module hook hands the gate a broken commands.json, as an edit of the installed file would.
     const broken = mutated((d) => (d.programs.ls!.handler = "sed"));
-    const hooks = join(dir, "hooks.mjs");
-    writeFileSync(
-      hooks,
-      `export async function load(url, context, next) {
-  if (url.endsWith("/policy/data/commands.json")) return { format: "json", source: ${JSON.stringify(JSON.stringify(broken))}, shortCircuit: true };
-  return next(url, context);
-}`,
-    );
-    const register = join(dir, "register.mjs");
-    writeFileSync(register, `import { register } from "node:module"; register(${JSON.stringify(pathToFileURL(hooks).href)});`);
+    const register = jsonOverride(dir, "/policy/data/commands.json", broken);
     const probe = join(dir, "probe.ts");
     const src = (p: string) => JSON.stringify(pathToFileURL(join(import.meta.dirname, "../../src", p)).href);
     writeFileSync(
@@ -145,7 +137,7 @@ const dir = ${JSON.stringify(dir)};
 const gate = prepareGate({ cwd: dir, home: dir, agentDir: dir + "/agent", defaultTmpRoot: dir, selfPaths: selfPaths(dir + "/agent") });
 for (const c of ["ls", "echo hi"]) { const v = analyzeShell(c, gate.judge.shell).strictest; console.log(v.cls, v.reason, v.detail); }`,
     );
-    const r = spawnSync(process.execPath, ["--import", pathToFileURL(register).href, probe], { encoding: "utf8" });
+    const r = spawnSync(process.execPath, ["--import", register, probe], { encoding: "utf8" });
     assert.equal(r.status, 0, r.stderr);
     const lines = r.stdout.trim().split("\n");
     assert.equal(lines.length, 2, r.stdout);

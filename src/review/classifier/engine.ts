@@ -9,7 +9,7 @@
 // answer that does not give every condition one probability is malformed and is not retried: the
 // same request gets the same answer, and a missing answer is never an approval.
 
-import type { JudgmentEngine } from "../engine-types.ts";
+import { type JudgmentEngine, overBudget } from "../engine-types.ts";
 import type { ClassifierJudgement, ConditionRecord, RiskLevel, UserAuthorization, Verdict } from "../types.ts";
 import { conditions, rulesOf, settingsProblem } from "./conditions.ts";
 import { type ClassifierDecision, decide } from "./decide.ts";
@@ -68,13 +68,7 @@ export const classifierEngine: JudgmentEngine = {
     const problem = settingsProblem(data.data, settings);
     if (problem) return { ok: false, failure: "internal", detail: `the user's configuration: ${problem}`, inputTokens: 0 };
     const built = buildClassifierState(job.action, job.transcript, data.data, limits.budget);
-    if (!built.ok)
-      return {
-        ok: false,
-        failure: "over-budget",
-        detail: `the mandatory input needs ${built.mandatoryTokens} tokens; the budget is ${built.budget}`,
-        inputTokens: 0,
-      };
+    if (!built.ok) return overBudget(built);
     const inputTokens = built.tokens;
     const model = models.findClassifier?.(reviewer.provider, reviewer.model);
     if (!model || !models.classify)

@@ -75,35 +75,36 @@ describe("/perm-auto-model with a classifier model", () => {
 });
 
 describe("doctor names the engine", () => {
-  test("a stored classifier reviewer is checked as a classifier and reported as the classifier engine", async () => {
+  /** An agent dir whose models.json points the classifiers at the loopback server, with a classifier reviewer stored. */
+  async function doctorWith(model: string) {
     const { reviewerReport } = await import("../../../src/cli/doctor.ts");
     const { processGlobalState } = await import("../../../src/state/global.ts");
     const { writeFileSync } = await import("node:fs");
     const { join } = await import("node:path");
     const dir = tempAgentDir();
     writeFileSync(join(dir, "models.json"), JSON.stringify(classifierModelsJson(at)));
-    await processGlobalState(dir).setReviewer({ provider: "typesafe", model: "jev-latest", thinking: "off", engine: "classifier" });
-    const r = await reviewerReport(dir);
+    const store = (m: string) => processGlobalState(dir).setReviewer({ provider: "typesafe", model: m, thinking: "off", engine: "classifier" });
+    await store(model);
+    return { report: (settings?: Parameters<typeof reviewerReport>[1]) => reviewerReport(dir, settings), store };
+  }
+
+  test("a stored classifier reviewer is checked as a classifier and reported as the classifier engine", async () => {
+    const d = await doctorWith("jev-latest");
+    const r = await d.report();
     assert.equal(r.valid, true, r.why);
     assert.equal(r.engine, "classifier");
     assert.match(r.why, /classifier engine/);
-    await processGlobalState(dir).setReviewer({ provider: "typesafe", model: "jev-gone", thinking: "off", engine: "classifier" });
-    const gone = await reviewerReport(dir);
+    await d.store("jev-gone");
+    const gone = await d.report();
     assert.equal(gone.valid, false);
     assert.match(gone.why, /no such classifier model/);
   });
 
   test("a threshold for a condition that does not exist is reported before any review is denied for it", async () => {
-    const { reviewerReport } = await import("../../../src/cli/doctor.ts");
-    const { processGlobalState } = await import("../../../src/state/global.ts");
-    const { writeFileSync } = await import("node:fs");
-    const { join } = await import("node:path");
-    const dir = tempAgentDir();
-    writeFileSync(join(dir, "models.json"), JSON.stringify(classifierModelsJson(at)));
-    await processGlobalState(dir).setReviewer({ provider: "typesafe", model: "jev-latest", thinking: "off", engine: "classifier" });
-    const typo = await reviewerReport(dir, { thresholds: { no_secret_egres: { satisfied: 0.9, rejected: 0.2 } } });
+    const d = await doctorWith("jev-latest");
+    const typo = await d.report({ thresholds: { no_secret_egres: { satisfied: 0.9, rejected: 0.2 } } });
     assert.equal(typo.valid, false);
     assert.match(typo.why, /review\.classifier\.thresholds\.no_secret_egres: no such condition/);
-    assert.equal((await reviewerReport(dir, { thresholds: {} })).valid, true);
+    assert.equal((await d.report({ thresholds: {} })).valid, true);
   });
 });
