@@ -37,6 +37,67 @@ const event = (over: Partial<AuditEvent> = {}): AuditEvent => ({
 
 const mode = (p: string) => statSync(p).mode & 0o777;
 
+/** The schema version the database file in `dir` says it has. */
+function userVersion(dir: string): number {
+  const db = new DatabaseSync(join(dir, DATABASE_FILE));
+  try {
+    return (db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version;
+  } finally {
+    db.close();
+  }
+}
+
+/** The decisions the database file in `dir` counts in its daily table. */
+function storedCount(dir: string): number {
+  const db = new DatabaseSync(join(dir, DATABASE_FILE));
+  try {
+    return (db.prepare("SELECT sum(count) AS n FROM daily").get() as { n: number }).n;
+  } finally {
+    db.close();
+  }
+}
+
+/** The audit folder with its key, as an earlier version left it. */
+function keyedDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  writeFileSync(join(dir, KEY_FILE), Buffer.alloc(32, 7), { mode: 0o600 });
+}
+
+/** A database an earlier version wrote: its key, its schema, its rows, its version. */
+function oldDatabase(dir: string, schema: string, version: number, insert: string, rows: (string | number)[][]): void {
+  keyedDir(dir);
+  const db = new DatabaseSync(join(dir, DATABASE_FILE));
+  db.exec(schema);
+  const statement = db.prepare(insert);
+  for (const row of rows) statement.run(...row);
+  db.exec(`PRAGMA user_version = ${version}`);
+  db.close();
+  chmodSync(join(dir, DATABASE_FILE), 0o600);
+}
+
+const V1_INSERT = "INSERT INTO daily VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+
+/** A migration's rows keep the old database's totals: `count` decisions, `tokens` reviewer tokens. */
+function assertTotals(rows: { count: number; reviewerTokens: number }[], count: number, tokens: number): void {
+  assert.equal(
+    rows.reduce((n, r) => n + r.count, 0),
+    count,
+  );
+  assert.equal(
+    rows.reduce((n, r) => n + r.reviewerTokens, 0),
+    tokens,
+  );
+}
+
+/** A migration that fails is rolled back: the store off with one warning, the file still at `version` with its `count` decisions. */
+function assertRolledBack(dir: string, version: number, count: number): void {
+  const { store, warnings } = open(dir);
+  assert.equal(store.enabled, false);
+  assert.equal(warnings.length, 1);
+  assert.equal(userVersion(dir), version);
+  assert.equal(storedCount(dir), count);
+}
+
 test("a new store: folder 0700, database and key 0600, WAL, the current schema", (t) => {
   const dir = tempDir(t);
   const { store, warnings } = open(dir);
@@ -51,8 +112,8 @@ test("a new store: folder 0700, database and key 0600, WAL, the current schema",
   store.close();
   const db = new DatabaseSync(join(dir, DATABASE_FILE));
   assert.equal((db.prepare("PRAGMA journal_mode").get() as { journal_mode: string }).journal_mode, "wal");
-  assert.equal((db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, SCHEMA_VERSION);
   db.close();
+  assert.equal(userVersion(dir), SCHEMA_VERSION);
   assert.deepEqual(warnings, []);
 });
 
@@ -130,29 +191,16 @@ test("retention: days older than the window are pruned when the store opens", (t
 
 test("migration from a v1 database keeps the totals and marks the rows as pre-migration", (t) => {
   const dir = tempDir(t);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  writeFileSync(join(dir, KEY_FILE), Buffer.alloc(32, 7), { mode: 0o600 });
-  const v1 = new DatabaseSync(join(dir, DATABASE_FILE));
-  v1.exec(V1_SCHEMA);
-  const insert = v1.prepare("INSERT INTO daily VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  insert.run("2026-11-20", "bash", "npm test", "review", "reviewer-allow", "ran", 7, 700, 70);
-  insert.run("2026-11-21", "bash", "npm test", "review", "reviewer-allow", "ran", 3, 300, 30);
-  insert.run("2026-11-21", "write", "*", "deny", "hard-deny", "denied", 2, 0, 0);
-  v1.exec("PRAGMA user_version = 1");
-  v1.close();
-  chmodSync(join(dir, DATABASE_FILE), 0o600);
+  oldDatabase(dir, V1_SCHEMA, 1, V1_INSERT, [
+    ["2026-11-20", "bash", "npm test", "review", "reviewer-allow", "ran", 7, 700, 70],
+    ["2026-11-21", "bash", "npm test", "review", "reviewer-allow", "ran", 3, 300, 30],
+    ["2026-11-21", "write", "*", "deny", "hard-deny", "denied", 2, 0, 0],
+  ]);
 
   const { store, warnings } = open(dir);
   assert.ok(store.enabled, warnings.join());
   const rows = store.rows();
-  assert.equal(
-    rows.reduce((n, r) => n + r.count, 0),
-    12,
-  );
-  assert.equal(
-    rows.reduce((n, r) => n + r.reviewerTokens, 0),
-    1000,
-  );
+  assertTotals(rows, 12, 1000);
   assert.ok(rows.every((r) => r.since === 1 && r.surface === "unknown" && r.project === ""));
   // A new decision of the same shape is a row of its own: suggestions count only post-migration evidence.
   store.record(event({ at: Date.UTC(2026, 10, 21), template: "npm test" }));
@@ -162,25 +210,17 @@ test("migration from a v1 database keeps the totals and marks the rows as pre-mi
     [SCHEMA_VERSION, 1],
   ]);
   store.close();
-  const db = new DatabaseSync(join(dir, DATABASE_FILE));
-  assert.equal((db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, SCHEMA_VERSION);
-  db.close();
+  assert.equal(userVersion(dir), SCHEMA_VERSION);
   assert.deepEqual(warnings, []);
 });
 
 /** A v2 database as the version before the classifier's counts wrote it: its key, two days of rows. */
 function v2Fixture(dir: string): void {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  writeFileSync(join(dir, KEY_FILE), Buffer.alloc(32, 7), { mode: 0o600 });
-  const v2 = new DatabaseSync(join(dir, DATABASE_FILE));
-  v2.exec(V2_SCHEMA);
-  const insert = v2.prepare("INSERT INTO daily VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 2)");
-  insert.run("2026-11-20", "p1", "bash", "npm test", "workspace", "review", "reviewer-allow", "ran", 7, 700, 70);
-  insert.run("2026-11-21", "p1", "bash", "npm test", "workspace", "review", "reviewer-allow", "ran", 3, 300, 30);
-  insert.run("2026-11-21", "p2", "write", "", "sensitive", "deny", "hard-deny", "denied", 2, 0, 0);
-  v2.exec("PRAGMA user_version = 2");
-  v2.close();
-  chmodSync(join(dir, DATABASE_FILE), 0o600);
+  oldDatabase(dir, V2_SCHEMA, 2, "INSERT INTO daily VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 2)", [
+    ["2026-11-20", "p1", "bash", "npm test", "workspace", "review", "reviewer-allow", "ran", 7, 700, 70],
+    ["2026-11-21", "p1", "bash", "npm test", "workspace", "review", "reviewer-allow", "ran", 3, 300, 30],
+    ["2026-11-21", "p2", "write", "", "sensitive", "deny", "hard-deny", "denied", 2, 0, 0],
+  ]);
 }
 
 test("migration from a v2 database keeps the totals, marks its rows pre-migration and adds the classifier's counts", (t) => {
@@ -189,14 +229,7 @@ test("migration from a v2 database keeps the totals, marks its rows pre-migratio
   const { store, warnings } = open(dir);
   assert.ok(store.enabled, warnings.join());
   const rows = store.rows();
-  assert.equal(
-    rows.reduce((n, r) => n + r.count, 0),
-    12,
-  );
-  assert.equal(
-    rows.reduce((n, r) => n + r.reviewerTokens, 0),
-    1000,
-  );
+  assertTotals(rows, 12, 1000);
   assert.deepEqual(
     rows.map((r) => [r.project, r.surface, r.since]),
     [
@@ -218,21 +251,13 @@ test("migration from a v2 database keeps the totals, marks its rows pre-migratio
     [2, SCHEMA_VERSION],
   );
   store.close();
-  const db = new DatabaseSync(join(dir, DATABASE_FILE));
-  assert.equal((db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 3);
-  db.close();
+  assert.equal(userVersion(dir), 3);
   assert.deepEqual(warnings, []);
 });
 
 test("a v1 database migrates to 3 in one step: its rows pre-migration, the classifier's table there", (t) => {
   const dir = tempDir(t);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  writeFileSync(join(dir, KEY_FILE), Buffer.alloc(32, 7), { mode: 0o600 });
-  const v1 = new DatabaseSync(join(dir, DATABASE_FILE));
-  v1.exec(V1_SCHEMA);
-  v1.prepare("INSERT INTO daily VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)").run("2026-11-20", "bash", "npm test", "review", "reviewer-allow", "ran", 7, 0, 0);
-  v1.exec("PRAGMA user_version = 1");
-  v1.close();
+  oldDatabase(dir, V1_SCHEMA, 1, V1_INSERT, [["2026-11-20", "bash", "npm test", "review", "reviewer-allow", "ran", 7, 0, 0]]);
   const { store, warnings } = open(dir);
   assert.ok(store.enabled, warnings.join());
   assert.deepEqual(
@@ -242,9 +267,7 @@ test("a v1 database migrates to 3 in one step: its rows pre-migration, the class
   store.recordCondition(condition());
   assert.equal(store.conditionRows().length, 1);
   store.close();
-  const db = new DatabaseSync(join(dir, DATABASE_FILE));
-  assert.equal((db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, SCHEMA_VERSION);
-  db.close();
+  assert.equal(userVersion(dir), SCHEMA_VERSION);
 });
 
 test("a failed v2 -> v3 migration is rolled back: the v2 database as it was, the store off with one warning", (t) => {
@@ -254,13 +277,7 @@ test("a failed v2 -> v3 migration is rolled back: the v2 database as it was, the
   // A table in the way of the new one makes the migration fail.
   raw.exec("CREATE TABLE classifier_daily (x)");
   raw.close();
-  const { store, warnings } = open(dir);
-  assert.equal(store.enabled, false);
-  assert.equal(warnings.length, 1);
-  const db = new DatabaseSync(join(dir, DATABASE_FILE));
-  assert.equal((db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 2);
-  assert.equal((db.prepare("SELECT sum(count) AS n FROM daily").get() as { n: number }).n, 12);
-  db.close();
+  assertRolledBack(dir, 2, 12);
 });
 
 const condition = (over: Partial<ConditionEvent> = {}): ConditionEvent => ({
@@ -317,28 +334,17 @@ test("classifier conditions are counted per day, classifier, condition, threshol
 
 test("a failed migration is rolled back: the v1 database is as it was, the store off with one warning", (t) => {
   const dir = tempDir(t);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  writeFileSync(join(dir, KEY_FILE), Buffer.alloc(32, 7), { mode: 0o600 });
-  const v1 = new DatabaseSync(join(dir, DATABASE_FILE));
-  v1.exec(V1_SCHEMA);
-  v1.prepare("INSERT INTO daily VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)").run("2026-11-20", "bash", "npm test", "review", "ok", "ran", 7, 0, 0);
+  oldDatabase(dir, V1_SCHEMA, 1, V1_INSERT, [["2026-11-20", "bash", "npm test", "review", "ok", "ran", 7, 0, 0]]);
+  const raw = new DatabaseSync(join(dir, DATABASE_FILE));
   // A table in the way of the rename makes the migration fail half-way.
-  v1.exec("CREATE TABLE daily_v1 (x)");
-  v1.exec("PRAGMA user_version = 1");
-  v1.close();
-  const { store, warnings } = open(dir);
-  assert.equal(store.enabled, false);
-  assert.equal(warnings.length, 1);
-  const db = new DatabaseSync(join(dir, DATABASE_FILE));
-  assert.equal((db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 1);
-  assert.equal((db.prepare("SELECT sum(count) AS n FROM daily").get() as { n: number }).n, 7);
-  db.close();
+  raw.exec("CREATE TABLE daily_v1 (x)");
+  raw.close();
+  assertRolledBack(dir, 1, 7);
 });
 
 test("a garbage database: no throw, one warning, the store off, the file's bytes unchanged", (t) => {
   const dir = tempDir(t);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  writeFileSync(join(dir, KEY_FILE), Buffer.alloc(32, 7), { mode: 0o600 });
+  keyedDir(dir);
   const garbage = Buffer.from("this is not an sqlite database, but the user's file all the same\n".repeat(100));
   writeFileSync(join(dir, DATABASE_FILE), garbage, { mode: 0o600 });
   const { store, warnings } = open(dir);
