@@ -44,6 +44,40 @@ function rowsOf(agentDir: string): DailyRow[] {
   return rows;
 }
 
+/** Every byte of the audit folder's files, to scan for what must not be stored. */
+function auditBytes(agentDir: string): Buffer {
+  return Buffer.concat(readdirSync(auditDir(agentDir)).map((f) => readFileSync(join(auditDir(agentDir), f))));
+}
+
+/** A decision as the gate hands it to the recorder: call `id` of `tool`, allowed as read-only unless `over` says otherwise. */
+const record = (id: string, tool: string, over: Partial<CallRecord> = {}): CallRecord => ({
+  toolCallId: id,
+  parentToolCallId: undefined,
+  tool,
+  mode: "auto",
+  route: "allow",
+  reason: "read-only",
+  outcome: "allowed",
+  hash: undefined,
+  message: "",
+  ...over,
+});
+
+/** A recorder of its own in a temporary tree: the agent folder (not made yet), a home with a workspace, a temp root. */
+function setup(t: { after: (fn: () => void) => void }, warn?: (message: string) => void) {
+  const root = realpathSync(mkdtempSync(join(tmpdir(), "audit-recorder-")));
+  t.after(() => rmSync(root, { recursive: true, force: true }));
+  const agentDir = join(root, "agent");
+  const home = join(root, "home");
+  const cwd = join(home, "ws");
+  const tmp = join(root, "tmp");
+  for (const d of [cwd, tmp, join(home, ".ssh")]) mkdirSync(d, { recursive: true });
+  const warnings: string[] = [];
+  const rec = createAuditRecorder({ agentDir: () => agentDir, home, warn: warn ?? ((m) => warnings.push(m)) });
+  const gate = (): GateContext => prepareGate({ cwd, home, agentDir, defaultTmpRoot: tmp, selfPaths: selfPaths(agentDir) });
+  return { root, agentDir, home, cwd, tmp, warnings, rec, gate };
+}
+
 describe("through a real AgentSession (review-only backend)", () => {
   const pi = reviewOnlySessions();
   after(() => processGlobalState().setEnabled(true));
@@ -83,7 +117,7 @@ describe("through a real AgentSession (review-only backend)", () => {
     assert.ok(rows.filter((r) => r.tool !== "write").every((r) => r.reviewerTokens === 0 && r.reviewMs === 0));
     assert.equal(new Set(rows.map((r) => r.project)).size, 1);
     assert.match(rows[0]!.project, /^[0-9a-f]{32}$/);
-    const bytes = Buffer.concat(readdirSync(auditDir(h.agentDir)).map((f) => readFileSync(join(auditDir(h.agentDir), f))));
+    const bytes = auditBytes(h.agentDir);
     for (const s of [h.cwd, h.root, "notes.txt", "out.txt"]) assert.ok(!bytes.includes(Buffer.from(s)), s);
   });
 
@@ -157,33 +191,14 @@ describe("through a real AgentSession (review-only backend)", () => {
 });
 
 describe("the recorder off the decision path", () => {
-  const record = (over: Partial<CallRecord> = {}): CallRecord => ({
-    toolCallId: "call_1",
-    parentToolCallId: undefined,
-    tool: "bash",
-    mode: "auto",
-    route: "allow",
-    reason: "read-only",
-    outcome: "allowed",
-    hash: undefined,
-    message: "",
-    ...over,
-  });
-
   test("a decision touches no file until a flush; the flush timer does not keep Node alive", (t) => {
-    const root = mkdtempSync(join(tmpdir(), "audit-recorder-"));
-    t.after(() => rmSync(root, { recursive: true, force: true }));
-    const agentDir = join(root, "agent");
-    const cwd = join(root, "ws");
-    mkdirSync(cwd, { recursive: true });
-    const warnings: string[] = [];
-    const rec = createAuditRecorder({ agentDir: () => agentDir, home: join(root, "home"), warn: (m) => warnings.push(m) });
+    const { agentDir, cwd, warnings, rec } = setup(t);
     rec.noteCall("call_1", "bash", { command: "git status --short" });
-    rec.decision(record(), cwd);
+    rec.decision(record("call_1", "bash"), cwd);
     rec.noteCall("call_2", "bash", { command: "rm -rf ~" });
-    rec.decision(record({ toolCallId: "call_2", route: "deny", reason: "hard-deny", outcome: "denied" }), cwd);
+    rec.decision(record("call_2", "bash", { route: "deny", reason: "hard-deny", outcome: "denied" }), cwd);
     rec.noteCall("call_3", "bash", { command: "npm test" });
-    rec.decision(record({ toolCallId: "call_3", approvedBy: "user" }), cwd);
+    rec.decision(record("call_3", "bash", { approvedBy: "user" }), cwd);
     rec.held("call_3", "npm test", cwd);
     assert.equal(existsSync(agentDir), false, "nothing is written on the decision path");
     rec.flush();
@@ -199,16 +214,11 @@ describe("the recorder off the decision path", () => {
   });
 
   test("a reviewer's denial of held effects counts them held once, also when the effects are then kept for the user", (t) => {
-    const root = mkdtempSync(join(tmpdir(), "audit-recorder-"));
-    t.after(() => rmSync(root, { recursive: true, force: true }));
-    const agentDir = join(root, "agent");
-    const cwd = join(root, "ws");
-    mkdirSync(cwd, { recursive: true });
-    const rec = createAuditRecorder({ agentDir: () => agentDir, home: join(root, "home"), warn: () => {} });
+    const { agentDir, cwd, rec } = setup(t, () => {});
     const usage = (n: number) => ({ totalTokens: n });
     rec.noteCall("call_1", "bash", { command: "git rebase main" });
     rec.review({ toolCallId: "call_1", admitted: true, usage: usage(100), durationMs: 40 }, cwd);
-    rec.decision(record({ route: "review", reason: "git-local", outcome: "sandboxed" }), cwd);
+    rec.decision(record("call_1", "bash", { route: "review", reason: "git-local", outcome: "sandboxed" }), cwd);
     rec.review({ toolCallId: "call_1", admitted: false, usage: usage(30), durationMs: 5 }, cwd);
     rec.held("call_1", "git rebase main", cwd);
     rec.flush();
@@ -221,23 +231,8 @@ describe("the recorder off the decision path", () => {
 });
 
 test("a full buffer is written at the next turn of the event loop, not on the call that filled it", async (t) => {
-  const root = mkdtempSync(join(tmpdir(), "audit-recorder-"));
-  t.after(() => rmSync(root, { recursive: true, force: true }));
-  const agentDir = join(root, "agent");
-  const cwd = join(root, "ws");
-  mkdirSync(cwd, { recursive: true });
-  const rec = createAuditRecorder({ agentDir: () => agentDir, home: join(root, "home"), warn: (m) => assert.fail(m) });
-  const r = (i: number): CallRecord => ({
-    toolCallId: `c${i}`,
-    parentToolCallId: undefined,
-    tool: "read",
-    mode: "auto",
-    route: "allow",
-    reason: "read-only",
-    outcome: "allowed",
-    hash: undefined,
-    message: "",
-  });
+  const { agentDir, cwd, rec } = setup(t, (m) => assert.fail(m));
+  const r = (i: number): CallRecord => record(`c${i}`, "read");
   for (let i = 0; i < MAX_BUFFERED - 1; i++) rec.decision(r(i), cwd);
   await new Promise((done) => setTimeout(done, 20));
   assert.equal(existsSync(agentDir), false, "below the bound the write waits for its timer");
@@ -251,33 +246,6 @@ test("a full buffer is written at the next turn of the event loop, not on the ca
 });
 
 describe("what the recorder classifies at the flush", () => {
-  const record = (id: string, tool: string, over: Partial<CallRecord> = {}): CallRecord => ({
-    toolCallId: id,
-    parentToolCallId: undefined,
-    tool,
-    mode: "auto",
-    route: "allow",
-    reason: "read-only",
-    outcome: "allowed",
-    hash: undefined,
-    message: "",
-    ...over,
-  });
-
-  function setup(t: { after: (fn: () => void) => void }) {
-    const root = realpathSync(mkdtempSync(join(tmpdir(), "audit-recorder-")));
-    t.after(() => rmSync(root, { recursive: true, force: true }));
-    const agentDir = join(root, "agent");
-    const home = join(root, "home");
-    const cwd = join(home, "ws");
-    const tmp = join(root, "tmp");
-    for (const d of [cwd, tmp, join(home, ".ssh")]) mkdirSync(d, { recursive: true });
-    const warnings: string[] = [];
-    const rec = createAuditRecorder({ agentDir: () => agentDir, home, warn: (m) => warnings.push(m) });
-    const gate = (): GateContext => prepareGate({ cwd, home, agentDir, defaultTmpRoot: tmp, selfPaths: selfPaths(agentDir) });
-    return { root, agentDir, home, cwd, tmp, warnings, rec, gate };
-  }
-
   for (const rules of [false, true])
     test(`a shell command's surface is the strictest class of its judged paths (${rules ? "with" : "without"} rules); none is unknown`, (t) => {
       const s = setup(t);
@@ -312,7 +280,7 @@ describe("what the recorder classifies at the flush", () => {
       assert.equal(new Set(rows.map((r) => r.template)).size, commands.length);
       const byTemplate = new Map(rows.map((r) => [r.template, r.surface]));
       for (const [command, cls] of commands) assert.equal(byTemplate.get(bashTemplate(command)), cls, command);
-      const bytes = Buffer.concat(readdirSync(auditDir(s.agentDir)).map((f) => readFileSync(join(auditDir(s.agentDir), f))));
+      const bytes = auditBytes(s.agentDir);
       for (const p of [s.root, "notes.txt", "id_rsa", "x.log", "/etc"]) assert.ok(!bytes.includes(Buffer.from(p)), p);
     });
 
