@@ -8,9 +8,7 @@
 // file modes, so the read-only cases run only in that pass and say so when skipped as root.
 
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { fileURLToPath } from "node:url";
@@ -21,11 +19,11 @@ import { auditDir, AuditStore, DATABASE_FILE, KEY_FILE } from "../../src/audit/s
 import { processGlobalState } from "../../src/state/global.ts";
 import { makeRoot, type PiHarness, toolResults } from "../helpers/pi-session.ts";
 import { reviewOnlySessions } from "../helpers/review-only.ts";
+import { canRunAsNobody, runAsNobody } from "../helpers/nobody-pass.ts";
 import { recordingUi, type RecordingUi } from "../helpers/ui.ts";
 
 const HERE = fileURLToPath(import.meta.url);
 const REPO = fileURLToPath(new URL("../../", import.meta.url));
-const NODE = process.execPath;
 const CHILD_FLAG = "PI_AUTO_MODE_AUDIT_FAULTS_AS_NOBODY";
 const IS_ROOT = process.getuid?.() === 0;
 const ROOT_IGNORES_MODES = "as root file modes do not stop a write: this case runs in the nobody pass (the last test of this file)";
@@ -266,25 +264,13 @@ describe("audit faults never change a decision: one warning, audit off", () => {
 });
 
 describe("the faults' other pass", () => {
-  const enabled = IS_ROOT && !process.env[CHILD_FLAG] && existsSync("/usr/bin/setpriv");
+  const enabled = canRunAsNobody(CHILD_FLAG);
   test("every case passes as nobody (uid 65534), the read-only ones included", {
     skip: enabled ? undefined : IS_ROOT ? "setpriv missing or already the nobody pass" : "only from a root run (this run is already unprivileged)",
   }, (t) => {
-    const home = mkdtempSync(join(tmpdir(), "pi-auto-mode-auditpass-"));
-    chownSync(home, 65534, 65534);
-    const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, [CHILD_FLAG]: "1", TMPDIR: "/tmp" };
-    delete env.NODE_TEST_CONTEXT;
-    delete env.PI_CODING_AGENT_DIR;
-    const r = spawnSync(
-      "/usr/bin/setpriv",
-      ["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", NODE, "--test", "--test-reporter=tap", HERE],
-      { cwd: REPO, encoding: "utf8", env, timeout: 240_000 },
-    );
-    rmSync(home, { recursive: true, force: true });
-    const summary = (r.stdout ?? "").split("\n").filter((l) => /^# (tests|pass|fail|skipped)/.test(l));
-    for (const l of summary) t.diagnostic(`as nobody: ${l.slice(2)}`);
-    const failures = (r.stdout ?? "").split("\n").filter((l) => /^\s*not ok/.test(l));
-    assert.equal(r.status, 0, `the pass failed:\n${failures.join("\n")}\n${(r.stdout ?? "").slice(-3000)}\n${(r.stderr ?? "").slice(-2000)}`);
+    const r = runAsNobody(t, { file: HERE, cwd: REPO, flag: CHILD_FLAG, homePrefix: "pi-auto-mode-auditpass-", unset: ["PI_CODING_AGENT_DIR"] });
+    const { summary, failures } = r;
+    assert.equal(r.status, 0, `the pass failed:\n${failures.join("\n")}\n${r.stdout.slice(-3000)}\n${r.stderr.slice(-2000)}`);
     assert.ok(summary.includes("# pass 9"), summary.join("\n"));
   });
 });

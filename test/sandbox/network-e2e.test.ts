@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { createSocket, type Socket as UdpSocket } from "node:dgram";
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -24,6 +24,7 @@ import { DEFAULT_UNDO_BOUNDS } from "../../src/sandbox/effects/undo.ts";
 import type { Destination, NetworkSpec } from "../../src/policy/network/types.ts";
 import type { ProbeResult, SandboxDriver } from "../../src/sandbox/types.ts";
 import { buildRegistry, buildRepository, serveFiles, type FileServer } from "../helpers/local-registry.ts";
+import { canRunAsNobody, runAsNobody } from "../helpers/nobody-pass.ts";
 import networkData from "../../src/policy/data/network.json" with { type: "json" };
 
 const NODE = process.execPath;
@@ -317,26 +318,15 @@ describe(`network through the proxy as ${WHO}`, { concurrency: 1 }, () => {
 });
 
 describe("the network checks' other pass", () => {
-  const enabled = IS_ROOT && !process.env[CHILD_FLAG] && existsSync("/usr/bin/setpriv");
+  const enabled = canRunAsNobody(CHILD_FLAG);
   test("every check passes as nobody (uid 65534)", {
     skip: enabled ? undefined : IS_ROOT ? "setpriv missing or already a child pass" : "only from a root run",
   }, async (t) => {
     const reason = skip();
     if (reason) return t.skip(reason);
-    const home = mkdtempSync(join(tmpdir(), "pi-auto-mode-netpass-"));
-    chownSync(home, 65534, 65534);
-    const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, [CHILD_FLAG]: "1", TMPDIR: "/tmp" };
-    delete env.NODE_TEST_CONTEXT;
-    const r = spawnSync(
-      "/usr/bin/setpriv",
-      ["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", NODE, "--test", "--test-reporter=tap", HERE],
-      { cwd: REPO, encoding: "utf8", env, timeout: 240_000 },
-    );
-    rmSync(home, { recursive: true, force: true });
-    const summary = (r.stdout ?? "").split("\n").filter((l) => /^# (tests|pass|fail|skipped)/.test(l));
-    for (const l of summary) t.diagnostic(`as nobody: ${l.slice(2)}`);
-    const failures = (r.stdout ?? "").split("\n").filter((l) => /^\s*not ok/.test(l));
-    assert.equal(r.status, 0, `the pass failed:\n${failures.join("\n")}\n${(r.stderr ?? "").slice(-2000)}`);
+    const r = runAsNobody(t, { file: HERE, cwd: REPO, flag: CHILD_FLAG, homePrefix: "pi-auto-mode-netpass-" });
+    const { summary, failures } = r;
+    assert.equal(r.status, 0, `the pass failed:\n${failures.join("\n")}\n${r.stderr.slice(-2000)}`);
     assert.ok(
       summary.some((l) => /^# pass [1-9]/.test(l)),
       "the pass ran checks",
