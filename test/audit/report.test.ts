@@ -4,12 +4,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { buildReport, DEFAULT_REPORT_OPTIONS, parseReportWords, renderReport, ReportOptionError, reportOptions } from "../../src/audit/report.ts";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { DatabaseSync } from "node:sqlite";
 import { openAuditReader } from "../../src/audit/query.ts";
-import { DATABASE_FILE, KEY_FILE, V2_SCHEMA } from "../../src/audit/store.ts";
-import { auditDir, DAY, judged, NOW, OTHER_PROJECT, reviewed, rowsOf, seed, seedConditions } from "../helpers/audit-seed.ts";
+import { DATABASE_FILE, V2_SCHEMA } from "../../src/audit/store.ts";
+import { auditDir, DAY, judged, NOW, OTHER_PROJECT, oldDatabase, reviewed, rowsOf, seed, seedConditions, V2_INSERT } from "../helpers/audit-seed.ts";
 
 const render = (r: ReturnType<typeof buildReport>) => renderReport(r, { userConfigPath: "/home/u/.pi/agent/auto-mode.json" });
 
@@ -215,13 +214,7 @@ test("classifier conditions: reviews by band, a histogram with the thresholds ma
 
 test("a v2 store reads as having no classifier data, and is not migrated by reading", (t) => {
   const dir = auditDir(t);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  writeFileSync(join(dir, KEY_FILE), Buffer.alloc(32, 7), { mode: 0o600 });
-  const db = new DatabaseSync(join(dir, DATABASE_FILE));
-  db.exec(V2_SCHEMA);
-  db.prepare("INSERT INTO daily VALUES ('2026-12-01', '', 'bash', 'npm test', 'workspace', 'review', 'network', 'ran', 4, 0, 0, 2)").run();
-  db.exec("PRAGMA user_version = 2");
-  db.close();
+  oldDatabase(dir, V2_SCHEMA, 2, V2_INSERT, [["2026-12-01", "", "bash", "npm test", "workspace", "review", "network", "ran", 4, 0, 0]]);
   const before = readFileSync(join(dir, DATABASE_FILE));
   const read = openAuditReader(dir);
   assert.equal(read.kind, "ok", read.kind === "error" ? read.message : "");

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { test, type TestContext } from "node:test";
 import { bashTemplate } from "../../src/audit/templates.ts";
+import { keyedDir, oldDatabase, V1_INSERT, V2_INSERT } from "../helpers/audit-seed.ts";
 import { AuditStore, type AuditEvent, type ConditionEvent, DATABASE_FILE, KEY_FILE, SCHEMA_VERSION, V1_SCHEMA, V2_SCHEMA } from "../../src/audit/store.ts";
 
 const DAY = 86_400_000;
@@ -37,45 +38,20 @@ const event = (over: Partial<AuditEvent> = {}): AuditEvent => ({
 
 const mode = (p: string) => statSync(p).mode & 0o777;
 
+/** The one number `sql` reads from the database file in `dir`, through a connection of the test's own. */
+function readNumber(dir: string, sql: string): number {
+  const db = new DatabaseSync(join(dir, DATABASE_FILE));
+  try {
+    return Object.values(db.prepare(sql).get() ?? {})[0] as number;
+  } finally {
+    db.close();
+  }
+}
+
 /** The schema version the database file in `dir` says it has. */
-function userVersion(dir: string): number {
-  const db = new DatabaseSync(join(dir, DATABASE_FILE));
-  try {
-    return (db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version;
-  } finally {
-    db.close();
-  }
-}
-
+const userVersion = (dir: string) => readNumber(dir, "PRAGMA user_version");
 /** The decisions the database file in `dir` counts in its daily table. */
-function storedCount(dir: string): number {
-  const db = new DatabaseSync(join(dir, DATABASE_FILE));
-  try {
-    return (db.prepare("SELECT sum(count) AS n FROM daily").get() as { n: number }).n;
-  } finally {
-    db.close();
-  }
-}
-
-/** The audit folder with its key, as an earlier version left it. */
-function keyedDir(dir: string): void {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  writeFileSync(join(dir, KEY_FILE), Buffer.alloc(32, 7), { mode: 0o600 });
-}
-
-/** A database an earlier version wrote: its key, its schema, its rows, its version. */
-function oldDatabase(dir: string, schema: string, version: number, insert: string, rows: (string | number)[][]): void {
-  keyedDir(dir);
-  const db = new DatabaseSync(join(dir, DATABASE_FILE));
-  db.exec(schema);
-  const statement = db.prepare(insert);
-  for (const row of rows) statement.run(...row);
-  db.exec(`PRAGMA user_version = ${version}`);
-  db.close();
-  chmodSync(join(dir, DATABASE_FILE), 0o600);
-}
-
-const V1_INSERT = "INSERT INTO daily VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+const storedCount = (dir: string) => readNumber(dir, "SELECT sum(count) AS n FROM daily");
 
 /** A migration's rows keep the old database's totals: `count` decisions, `tokens` reviewer tokens. */
 function assertTotals(rows: { count: number; reviewerTokens: number }[], count: number, tokens: number): void {
@@ -216,7 +192,7 @@ test("migration from a v1 database keeps the totals and marks the rows as pre-mi
 
 /** A v2 database as the version before the classifier's counts wrote it: its key, two days of rows. */
 function v2Fixture(dir: string): void {
-  oldDatabase(dir, V2_SCHEMA, 2, "INSERT INTO daily VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 2)", [
+  oldDatabase(dir, V2_SCHEMA, 2, V2_INSERT, [
     ["2026-11-20", "p1", "bash", "npm test", "workspace", "review", "reviewer-allow", "ran", 7, 700, 70],
     ["2026-11-21", "p1", "bash", "npm test", "workspace", "review", "reviewer-allow", "ran", 3, 300, 30],
     ["2026-11-21", "p2", "write", "", "sensitive", "deny", "hard-deny", "denied", 2, 0, 0],

@@ -1,10 +1,12 @@
-// A seeded audit store for the report and suggestion tests: real AuditStore.record + flush in a temp dir.
+// A seeded audit store for the report and suggestion tests: real AuditStore.record + flush in a temp dir;
+// and a database as an earlier version wrote it, for the migration and reader tests.
 
-import { mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import type { TestContext } from "node:test";
-import { AuditStore, type AuditEvent, type ConditionEvent } from "../../src/audit/store.ts";
+import { AuditStore, type AuditEvent, type ConditionEvent, DATABASE_FILE, KEY_FILE } from "../../src/audit/store.ts";
 
 export const DAY = 86_400_000;
 export const NOW = Date.UTC(2026, 11, 1, 12);
@@ -83,4 +85,27 @@ export function rowsOf(dir: string) {
 
 function assertNever(m: string): never {
   throw new Error(`unexpected audit warning: ${m}`);
+}
+
+/** The audit folder with its key, as an earlier version left it. */
+export function keyedDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  writeFileSync(join(dir, KEY_FILE), Buffer.alloc(32, 7), { mode: 0o600 });
+}
+
+/** A v1 row: day, tool, template, route, reason, outcome, count, reviewer tokens, review ms. */
+export const V1_INSERT = "INSERT INTO daily VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+/** A v2 row: day, project, tool, template, surface, route, reason, outcome, count, reviewer tokens, review ms (since 2). */
+export const V2_INSERT = "INSERT INTO daily VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 2)";
+
+/** A database an earlier version wrote in `dir`: its key, its schema, its rows (each through `insert`), its version. */
+export function oldDatabase(dir: string, schema: string, version: number, insert: string, rows: ReadonlyArray<ReadonlyArray<string | number>>): void {
+  keyedDir(dir);
+  const db = new DatabaseSync(join(dir, DATABASE_FILE));
+  db.exec(schema);
+  const statement = db.prepare(insert);
+  for (const row of rows) statement.run(...row);
+  db.exec(`PRAGMA user_version = ${version}`);
+  db.close();
+  chmodSync(join(dir, DATABASE_FILE), 0o600);
 }
