@@ -286,13 +286,12 @@ export class AuditStore {
         reviewMs: count(e.reviewMs),
         since: SCHEMA_VERSION,
       };
-      const k = JSON.stringify([row.day, row.project, row.tool, row.template, row.surface, row.route, row.reason, row.outcome]);
-      const prev = this.pending.get(k);
-      this.pending.set(
-        k,
-        prev ? { ...prev, count: prev.count + 1, reviewerTokens: prev.reviewerTokens + row.reviewerTokens, reviewMs: prev.reviewMs + row.reviewMs } : row,
-      );
-      this.schedule();
+      this.gather(this.pending, [row.day, row.project, row.tool, row.template, row.surface, row.route, row.reason, row.outcome], row, (prev) => ({
+        ...prev,
+        count: prev.count + 1,
+        reviewerTokens: prev.reviewerTokens + row.reviewerTokens,
+        reviewMs: prev.reviewMs + row.reviewMs,
+      }));
     } catch (err) {
       this.disable(`could not record an audit entry: ${describe(err)}`);
     }
@@ -322,16 +321,23 @@ export class AuditStore {
         cleared: e.cleared === true ? 1 : 0,
         since: SCHEMA_VERSION,
       };
-      const k = JSON.stringify([row.day, row.project, row.classifier, row.condition, row.satisfiedAt, row.rejectedAt, row.band, row.bucket]);
-      const prev = this.pendingConditions.get(k);
-      this.pendingConditions.set(
-        k,
-        prev ? { ...prev, reviews: prev.reviews + 1, decided: prev.decided + row.decided, cleared: prev.cleared + row.cleared } : row,
+      this.gather(
+        this.pendingConditions,
+        [row.day, row.project, row.classifier, row.condition, row.satisfiedAt, row.rejectedAt, row.band, row.bucket],
+        row,
+        (prev) => ({ ...prev, reviews: prev.reviews + 1, decided: prev.decided + row.decided, cleared: prev.cleared + row.cleared }),
       );
-      this.schedule();
     } catch (err) {
       this.disable(`could not record an audit entry: ${describe(err)}`);
     }
+  }
+
+  /** Adds `row` to what the next flush writes: a new row under `key`, or `add` of it to the row already there. */
+  private gather<R>(pending: Map<string, R>, key: readonly unknown[], row: R, add: (prev: R) => R): void {
+    const k = JSON.stringify(key);
+    const prev = pending.get(k);
+    pending.set(k, prev ? add(prev) : row);
+    this.schedule();
   }
 
   // The write waits for a quiet moment: the decision that caused it must not pay for the disk.
