@@ -18,6 +18,7 @@
 import { compileRule, ruleMatches } from "../policy/rules.ts";
 import { protectedComponent } from "../policy/places.ts";
 import type { AllowRuleSpec } from "../policy/config/schema.ts";
+import { GUARDED } from "../policy/route.ts";
 import { SCHEMA_VERSION, type DailyRow } from "./store.ts";
 import { STAR, UNREADABLE_TEMPLATE } from "./templates.ts";
 
@@ -32,12 +33,7 @@ const BUILTIN_TOOLS: ReadonlySet<string> = new Set(["bash", "read", "write", "ed
 
 /** Reasons an allow rule does not spare (route.ts GUARDED and the escalations): suggesting one would change nothing. */
 const NOT_SPARED: ReadonlySet<string> = new Set([
-  "protected-path",
-  "identity-secret",
-  "secret-egress",
-  "persistence",
-  "git-config",
-  "outside-writable-roots",
+  ...GUARDED,
   "sandbox-escalation",
   "uncontained-shell",
   "user-review-rule",

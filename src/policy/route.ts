@@ -128,7 +128,7 @@ type Part = { readonly cls: CommandClass; readonly reason: Judgement["reason"]; 
  * settings, somewhere outside the writable roots). Only an allow rule's `paths` opens them. Hard
  * denies and self-protection never reach the rules at all.
  */
-const GUARDED: ReadonlySet<Judgement["reason"]> = new Set([
+export const GUARDED: ReadonlySet<Judgement["reason"]> = new Set([
   "protected-path",
   "identity-secret",
   "secret-egress",
