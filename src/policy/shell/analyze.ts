@@ -5,9 +5,9 @@
 import { basename, dirname, resolve } from "node:path";
 import { isHarmlessDevice } from "../places.ts";
 import { knownEnvironment, type ShellEnv } from "./env.ts";
-import { isDownloaded } from "./locate.ts";
+import { isDownloaded, locate, noteJudged, noteNamed } from "./locate.ts";
 import { judgeRead, judgeReadOperands, secretByText, TEXT_LIKE, URL_LIKE } from "./reads.ts";
-import { MAX_CWDS, newBudget, newScriptState, setCwds, spend, TooComplex, type BudgetOptions, type ScriptState } from "./script-state.ts";
+import { type BudgetOptions, type JudgedRole, MAX_CWDS, newBudget, newScriptState, type ScriptState, setCwds, spend, TooComplex } from "./script-state.ts";
 import { judgeWrite, outputFindings, redirectWrites } from "./writes.ts";
 import { COMBINE_RANK, finding, strictest, type Finding } from "./finding.ts";
 import { CODE_HANDLERS, commandOptionFindings, foundPaths, git, judgeFoundRemoval, npx, operandHandler, xargs } from "./handlers/index.ts";
@@ -60,8 +60,8 @@ export interface ShellAnalysis {
   readonly lookups: number;
 }
 
-export function analyzeShell(src: string, env: ShellEnv, budget: BudgetOptions = {}): ShellAnalysis {
-  const state = newScriptState(env, newBudget(budget));
+export function analyzeShell(src: string, env: ShellEnv, budget: BudgetOptions = {}, judged?: Map<string, JudgedRole>): ShellAnalysis {
+  const state = newScriptState(env, newBudget(budget), [], judged);
   const top: { extraction?: Extraction } = {};
   let findings: Finding[];
   try {
@@ -86,6 +86,18 @@ export function analyzeShell(src: string, env: ShellEnv, budget: BudgetOptions =
     fsCalls: state.facts.calls,
     lookups: state.facts.lookups,
   };
+}
+
+/**
+ * The paths the analysis judged as paths (what it read, wrote, removed, ran, entered with cd or
+ * redirected to), absolute, each under what the command does with it: the command judged again
+ * with them noted, for the audit's surface class at its flush. The gate's own analysis notes none.
+ * A command cut short by the budget has the paths judged until then.
+ */
+export function judgedShellPaths(src: string, env: ShellEnv, budget: BudgetOptions = {}): ReadonlyMap<string, JudgedRole> {
+  const judged = new Map<string, JudgedRole>();
+  analyzeShell(src, env, budget, judged);
+  return judged;
 }
 
 /** Steps a nested script costs before it is parsed: a step per 8 bytes. */
@@ -395,6 +407,7 @@ function trackDirectory(
     return "unknown";
   }
   const before = state.cwds;
+  if (state.judged) noteNamed(state, to, "cd");
   const after = union(before.map((c) => (c === null ? null : resolve(c, to))));
   // Subshells and `||` make the change conditional, so the old directories stay possible.
   setCwds(state, union(before, after));
@@ -658,6 +671,7 @@ function dispatchByName(inv: Invocation, an: Analyzer, fed: Arg[] | undefined): 
   const reason = reasonOf(name, cls);
   if (cls === "contain") an.state.network ??= isNetworkTool(name) ? name : an.state.network;
   const base = finding(reason, describe(name, cls));
+  if (an.state.judged && NAMES_ONLY_READERS.has(name)) noteListed(inv, an.state);
   if (NAMES_ONLY_READERS.has(name) || cls === "deny" || cls === "review") return [base];
   const outputs = outputFindings(inv, an);
   const recursive =
@@ -666,6 +680,18 @@ function dispatchByName(inv: Invocation, an: Analyzer, fed: Arg[] | undefined): 
   judgedArguments.add(inv);
   const named = reads.length > 0 ? undefined : argumentSecretRead(inv, an, true);
   return [base, ...outputs, ...reads, ...(named ? [named] : [])];
+}
+
+/**
+ * A names-only reader's operands (`ls -la /etc`, `stat ~/x`) are not read, and some are only text
+ * (`echo hello`): only those that look like paths (a `/`, a leading `.`) are noted, as what it lists.
+ */
+function noteListed(inv: Invocation, state: ScriptState): void {
+  for (const a of inv.args) {
+    const v = a.value;
+    if (v === null || v.startsWith("-") || !(v.includes("/") || v.startsWith("."))) continue;
+    noteNamed(state, v, "read");
+  }
 }
 
 /** Invocations whose operands were judged as reads already (a simple reader's). */
@@ -694,6 +720,7 @@ function describe(name: string, cls: string): string {
 
 /** A program named by path: a project script, a downloaded file, or a local dev tool. */
 function pathProgram(inv: Invocation, an: Analyzer): Finding[] {
+  if (an.state.judged) noteJudged(an.state, locate(an.state, inv.name), "run");
   if (isDownloaded(an.state, inv.name)) return [finding("remote-code", `runs ${inv.name}, downloaded by this command`)];
   const bin = /(^|\/)node_modules\/\.bin\/([^/]+)$/.exec(inv.name);
   if (bin) return npx({ ...inv, args: [staticArg(bin[2]!), ...inv.args] }, an);

@@ -3,8 +3,8 @@
 // script downloaded.
 
 import { basename, dirname, isAbsolute, resolve } from "node:path";
-import { isWithin, memo } from "../places.ts";
-import { FS_STEPS, spend, type ScriptState } from "./script-state.ts";
+import { isHarmlessDevice, isWithin, memo } from "../places.ts";
+import { FS_STEPS, type JudgedRole, spend, type ScriptState } from "./script-state.ts";
 
 export interface Located {
   readonly lexical: string;
@@ -50,6 +50,32 @@ export function locate(state: ScriptState, value: string): Located[] | null {
     out.push({ lexical, real: r.real, exists: r.exists });
   }
   return out;
+}
+
+/**
+ * Notes the places a judged path argument leads to, lexical and real, under its role (a write
+ * outranks the others): only while the analysis is asked for them (ScriptState.judged). A device
+ * named as such (`/dev/null`) is no place.
+ */
+export function noteJudged(state: ScriptState, located: readonly Located[] | null, role: JudgedRole): void {
+  const into = state.judged;
+  if (into === undefined || located === null) return;
+  for (const p of located) {
+    if (isHarmlessDevice(p.lexical) || isHarmlessDevice(p.real)) continue;
+    noteOne(into, p.lexical, role);
+    if (p.real !== p.lexical) noteOne(into, p.real, role);
+  }
+}
+
+/** Notes a path argument where its words put it from each possible cwd, without a look-up (a glob as written, a cd target). */
+export function noteNamed(state: ScriptState, value: string | null, role: JudgedRole): void {
+  const into = state.judged;
+  if (into === undefined || value === null || value === "" || isHarmlessDevice(value)) return;
+  for (const cwd of isAbsolute(value) ? ["/"] : state.cwds) if (cwd !== null) noteOne(into, resolve(cwd, value), role);
+}
+
+function noteOne(into: Map<string, JudgedRole>, p: string, role: JudgedRole): void {
+  if (role === "write" || !into.has(p)) into.set(p, role);
 }
 
 /** Marks what a static path may name as downloaded: running anything at or below it runs remote code. */

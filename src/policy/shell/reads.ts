@@ -7,7 +7,7 @@ import { containsIdentitySecret, isHarmlessDevice, isIdentitySecret, memo } from
 import type { ShellEnv } from "./env.ts";
 import { finding, type Finding } from "./finding.ts";
 import type { Analyzer, Invocation } from "./invocation.ts";
-import { expandGlob, globToRegExp, locate } from "./locate.ts";
+import { expandGlob, globToRegExp, locate, noteJudged, noteNamed } from "./locate.ts";
 import type { Arg } from "./parse.ts";
 import { spend, type ScriptState } from "./script-state.ts";
 
@@ -38,6 +38,10 @@ export function judgeRead(env: ShellEnv, state: ScriptState, arg: Arg, recursive
   // A glob reads its matches, each where it leads (a match may be a link to a secret); the
   // pattern's directory stands for matches that do not exist yet and is read by no one.
   const located = arg.glob ? expandGlob(state, arg.value, false) : locate(state, arg.value);
+  if (state.judged) {
+    noteJudged(state, located, "read");
+    if (arg.glob) noteNamed(state, arg.value, "read");
+  }
   if (!located) return undefined;
   for (const p of located) {
     if (isIdentitySecret(env.places, p.lexical, p.real)) return finding("identity-secret", `reads ${arg.value}, an identity secret`);

@@ -34,7 +34,18 @@ export interface ScriptState {
   readonly facts: PathFacts;
   /** What the analysis of this decision may still spend (shared with nested scripts). */
   readonly budget: Budget;
+  /**
+   * Where the paths the analysis judged lie, by what the command does with them (shared with nested
+   * scripts): only when asked for (judgedShellPaths, the audit's surface class, off the decision path).
+   */
+  readonly judged: Map<string, JudgedRole> | undefined;
 }
+
+/**
+ * What a command does with a path the analysis judged: reads it (or lists it), writes, creates or
+ * removes it (a redirection's target too), runs it as a program, or makes it the working directory.
+ */
+export type JudgedRole = "read" | "write" | "run" | "cd";
 
 /**
  * The bound on the work one decision spends on a shell command, in steps of about a microsecond
@@ -114,7 +125,7 @@ function knownDirectories(env: ShellEnv): ReadonlyMap<string, string> {
 }
 const knownCache = new WeakMap<Places, ReadonlyMap<string, string>>();
 
-export function newScriptState(env: ShellEnv, budget: Budget = newBudget(), functions: Iterable<string> = []): ScriptState {
+export function newScriptState(env: ShellEnv, budget: Budget = newBudget(), functions: Iterable<string> = [], judged?: Map<string, JudgedRole>): ScriptState {
   return {
     cwds: [env.cwd],
     downloads: new Set(),
@@ -130,6 +141,7 @@ export function newScriptState(env: ShellEnv, budget: Budget = newBudget(), func
     secretWord: { checked: 0, found: undefined },
     facts: new PathFacts(knownDirectories(env), env.trusted, env.fresh),
     budget,
+    judged,
   };
 }
 

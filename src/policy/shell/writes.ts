@@ -9,7 +9,7 @@ import { classifyWrite, holdsAny, isWithin, memo, protectedComponent, type StatS
 import type { ShellEnv } from "./env.ts";
 import { finding, strictest, type Finding } from "./finding.ts";
 import { optionValues, type Analyzer, type Invocation } from "./invocation.ts";
-import { expandGlob, globToRegExp, locate, type Located } from "./locate.ts";
+import { expandGlob, globToRegExp, locate, type Located, noteJudged, noteNamed } from "./locate.ts";
 import type { Arg, Redir } from "./parse.ts";
 import { spend, WRITE_STEPS, type ScriptState } from "./script-state.ts";
 import { OUTPUT_OPTIONS } from "./table.ts";
@@ -34,6 +34,10 @@ export function judgeWrite(env: ShellEnv, state: ScriptState, arg: Arg, what: st
     return finding("outside-writable-roots", `${what} a path only known at run time (${arg.text})`);
   }
   const places = arg.glob ? expandGlob(state, arg.value) : locate(state, arg.value);
+  if (state.judged) {
+    noteJudged(state, places, "write");
+    if (arg.glob) noteNamed(state, arg.value, "write");
+  }
   if (!places) {
     // `cd "$(dirname "$F")" && echo {} > settings.json`: from an unknown directory, the name decides.
     const name = basename(arg.value);

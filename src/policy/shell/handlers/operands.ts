@@ -7,7 +7,7 @@ import { below, isRegenerableName, isWithin, memo, type StatSource } from "../..
 import type { ShellEnv } from "../env.ts";
 import { finding, strictest, type Finding } from "../finding.ts";
 import { hasFlag, operands, optionValues, type Analyzer, type Handler, type HandlerRegistry } from "../invocation.ts";
-import { expandGlob, globToRegExp, isDownloaded, locate, type Located } from "../locate.ts";
+import { expandGlob, globToRegExp, isDownloaded, locate, type Located, noteJudged, noteNamed } from "../locate.ts";
 import type { Arg } from "../parse.ts";
 import type { OperandRole } from "../programs.ts";
 import { judgeRead } from "../reads.ts";
@@ -69,9 +69,10 @@ function destroys(
     const out: Finding[] = [];
     for (const t of targets) {
       const crit = criticalTarget(env, an, t);
-      if (crit !== undefined && (recursive || t.glob || verb === "shred"))
+      if (crit !== undefined && (recursive || t.glob || verb === "shred")) {
         out.push(finding("hard-deny", `${verb} ${recursive ? "recursively " : ""}wipes ${crit}`));
-      else out.push(judgeDestroy(env, an, t, verb, recursive, alwaysReview));
+        if (an.state.judged) noteNamed(an.state, t.value ?? t.within ?? null, "write");
+      } else out.push(judgeDestroy(env, an, t, verb, recursive, alwaysReview));
     }
     return out;
   };
@@ -89,6 +90,10 @@ export function judgeDestroy(env: ShellEnv, an: Analyzer, t: Arg, verb: string, 
   if (t.found) return judgeFoundDestroy(env, an, t, verb, alwaysReview);
   if (t.value === null) return finding("destructive", `${verb} removes ${t.text}, a path only known at run time`);
   const places = t.glob ? expandGlob(an.state, t.value) : locate(an.state, t.value);
+  if (an.state.judged) {
+    noteJudged(an.state, places, "write");
+    if (t.glob) noteNamed(an.state, t.value, "write");
+  }
   if (!places) return finding("destructive", `${verb} removes ${t.value} relative to a directory only known at run time`);
   spend(an.state, WRITE_STEPS * places.length, "judging removals");
   const how: DestroyHow = { verb, recursive, alwaysReview, pattern: t.glob ? basename(t.value) : undefined };
@@ -169,6 +174,7 @@ function judgeFoundDestroy(env: ShellEnv, an: Analyzer, t: Arg, verb: string, al
   const { base, name } = t.found!;
   if (base.value === null) return finding("destructive", `${verb} removes what find selects below ${base.text}, a path only known at run time`);
   const places = base.glob ? expandGlob(an.state, base.value) : locate(an.state, base.value);
+  if (an.state.judged) noteJudged(an.state, places, "write");
   if (!places) return finding("destructive", `${verb} removes what find selects below ${base.value}, relative to an unknown directory`);
   const ws = env.places.workspace;
   const one = (p: Located): Finding => {
