@@ -92,6 +92,16 @@ function reviews(h: PiHarness): ReviewRecord[] {
   return h.session.sessionManager.getEntries().flatMap((e) => (e.type === "custom" && e.customType === REVIEW_ENTRY_TYPE ? [e.data as ReviewRecord] : []));
 }
 
+/** A world of `opts` with typesafe/jev-latest chosen, whose one review of a deploy of the api answers `condition` uncertain. */
+async function uncertainDeploy(opts: Parameters<typeof world>[0], condition: string): Promise<World> {
+  const w = await world(opts);
+  await w.h.session.prompt("/perm-auto-model typesafe/jev-latest");
+  w.typesafe.script([answerStep({ [condition]: inBand(condition, "uncertain") })]);
+  w.h.faux.setResponses([call("deploy_service", { service: "api" }), done()]);
+  await w.h.session.prompt("deploy the api");
+  return w;
+}
+
 async function until(cond: () => boolean, ms = 5000): Promise<void> {
   const end = Date.now() + ms;
   while (!cond()) {
@@ -179,24 +189,15 @@ describe("reviewed calls through the classifier engine in a session", () => {
   });
 
   test("uncertain with a UI but without the opt-in: denied, no dialog", async () => {
-    const w = await world({ ui: true, confirmAnswer: true });
-    await w.h.session.prompt("/perm-auto-model typesafe/jev-latest");
-    const soft = SOFT[0]!;
-    w.typesafe.script([answerStep({ [soft]: inBand(soft, "uncertain") })]);
-    w.h.faux.setResponses([call("deploy_service", { service: "api" }), done()]);
-    await w.h.session.prompt("deploy the api");
+    const w = await uncertainDeploy({ ui: true, confirmAnswer: true }, SOFT[0]!);
     assert.deepEqual(w.runs, []);
     assert.deepEqual(w.dialogs, []);
     assert.equal(reviews(w.h)[0]?.classifier?.confirmation, "not-asked");
   });
 
   test("uncertain with confirmUncertain: true and a UI: asked exactly once, with the conditions; yes runs it once", async () => {
-    const w = await world({ ui: true, confirmAnswer: true, confirmUncertain: true });
-    await w.h.session.prompt("/perm-auto-model typesafe/jev-latest");
     const soft = SOFT[0]!;
-    w.typesafe.script([answerStep({ [soft]: inBand(soft, "uncertain") })]);
-    w.h.faux.setResponses([call("deploy_service", { service: "api" }), done()]);
-    await w.h.session.prompt("deploy the api");
+    const w = await uncertainDeploy({ ui: true, confirmAnswer: true, confirmUncertain: true }, soft);
     assert.equal(w.confirms.length, 1, JSON.stringify(w.dialogs));
     assert.match(w.confirms[0]!.message, new RegExp(`${soft}.*uncertain`));
     assert.deepEqual(w.runs, [{ service: "api" }]);
@@ -204,24 +205,14 @@ describe("reviewed calls through the classifier engine in a session", () => {
   });
 
   test("uncertain with confirmUncertain: true, the user says no: denied", async () => {
-    const w = await world({ ui: true, confirmAnswer: false, confirmUncertain: true });
-    await w.h.session.prompt("/perm-auto-model typesafe/jev-latest");
-    const hazard = HAZARD[0]!;
-    w.typesafe.script([answerStep({ [hazard]: inBand(hazard, "uncertain") })]);
-    w.h.faux.setResponses([call("deploy_service", { service: "api" }), done()]);
-    await w.h.session.prompt("deploy the api");
+    const w = await uncertainDeploy({ ui: true, confirmAnswer: false, confirmUncertain: true }, HAZARD[0]!);
     assert.equal(w.confirms.length, 1);
     assert.deepEqual(w.runs, []);
     assert.equal(reviews(w.h)[0]?.classifier?.confirmation, "asked-denied");
   });
 
   test("uncertain with confirmUncertain: true but no UI: denied, nothing asked", async () => {
-    const w = await world({ confirmUncertain: true });
-    await w.h.session.prompt("/perm-auto-model typesafe/jev-latest");
-    const soft = SOFT[0]!;
-    w.typesafe.script([answerStep({ [soft]: inBand(soft, "uncertain") })]);
-    w.h.faux.setResponses([call("deploy_service", { service: "api" }), done()]);
-    await w.h.session.prompt("deploy the api");
+    const w = await uncertainDeploy({ confirmUncertain: true }, SOFT[0]!);
     assert.deepEqual(w.runs, []);
     assert.equal(w.confirms.length, 0);
     assert.equal(reviews(w.h)[0]?.classifier?.confirmation, "not-asked");
