@@ -23,10 +23,15 @@
 // Only bash has a template; other tools have the template "" (nothing but the tool's name).
 //
 // A decision's surface is the strictest class (sensitive > external > home > temp > workspace) of
-// the paths the gate judged: a file tool's lexical and real path, every word of a shell command that
-// may name one (the rule subject's candidates, judge.ts commandPaths). The gate hands over its
-// subject and judge context by reference (JudgedCall); the classes are computed at the flush, and
-// no path is ever stored. Without judged paths a `path` input gives the class; with none, unknown.
+// the paths the gate judged: a file tool's lexical and real path; for a shell command, the paths its
+// analysis judged as paths (judge.ts judgedCommandPaths: what it reads, lists, writes, removes,
+// runs, enters with cd or redirects to), not the rule subject's candidates, which take every word
+// for one (`git status` names no path). A path only read, listed, run or entered is sensitive when
+// it is an identity secret, else it is where it lies (`cat /etc/passwd` is external); one written or
+// removed takes the write's class (a persistence file is sensitive). The gate hands over its subject
+// and judge context by reference (JudgedCall); the shell analysis is run again and the classes are
+// computed at the flush, off the decision path, and no path is ever stored. Without judged paths a
+// `path` input gives the class; with none, unknown.
 //
 // A classifier review's conditions (ReviewFacts.classifier) are counted at the flush too: each
 // condition's band, probability bucket and thresholds, whether it decided and intent cleared it.
@@ -35,10 +40,10 @@
 // owner, one warning, the session's places for a path's class), at the same flush. Pi-free.
 
 import type { CallRecord, JudgedCall } from "../grants/admit-call.ts";
-import { commandPaths } from "../policy/judge.ts";
+import { judgedCommandPaths } from "../policy/judge.ts";
 import { loadPolicyConfig } from "../policy/config/load.ts";
 import type { AuditSettings } from "../policy/config/audit-settings.ts";
-import { buildPlaces, type Places } from "../policy/places.ts";
+import { buildPlaces, isIdentitySecret, isWithin, type Places } from "../policy/places.ts";
 import { defaultTmpRootPath, selfPaths } from "../state/locations.ts";
 import { permissionDecisionEvent } from "./permission-system.ts";
 import { AuditStore, type AuditEvent, type AuditStoreOptions, auditDir, type ConditionBand, type Outcome } from "./store.ts";
@@ -207,20 +212,45 @@ const STRICTNESS: readonly SurfaceClass[] = ["sensitive", "external", "home", "t
 /** The strictest class of the paths the gate judged, or undefined when it judged none. */
 function judgedSurface(tool: string, input: unknown, judged: JudgedCall | undefined): SurfaceClass | undefined {
   if (!judged) return undefined;
-  let paths = judged.subject?.paths ?? [];
-  // Without rules the gate builds no subject for a shell command: its candidates are read here, off the path.
-  if (paths.length === 0 && tool === "bash") {
-    const command = field(input, "command");
-    if (command !== undefined) paths = commandPaths(command, judged.context);
-  }
-  if (paths.length === 0) return undefined;
+  const places = judged.context.places;
   let best = STRICTNESS.length;
-  for (const p of paths) {
-    const i = STRICTNESS.indexOf(surfaceClass(p, judged.context.places));
+  const count = (cls: SurfaceClass) => {
+    const i = STRICTNESS.indexOf(cls);
     if (i !== -1 && i < best) best = i;
-    if (best === 0) break;
+  };
+  if (tool === "bash") {
+    // What the analysis judged as paths, judged again here: the gate's own analysis notes none.
+    const command = field(input, "command");
+    if (command === undefined) return undefined;
+    const paths = judgedCommandPaths(command, judged.context);
+    if (paths.size === 0) return undefined;
+    for (const [p, role] of paths) {
+      count(role === "write" ? surfaceClass(p, places) : lookedAtSurface(p, places));
+      if (best === 0) break;
+    }
+  } else {
+    const paths = judged.subject?.paths ?? [];
+    if (paths.length === 0) return undefined;
+    for (const p of paths) {
+      count(surfaceClass(p, places));
+      if (best === 0) break;
+    }
   }
   return STRICTNESS[best] ?? "unknown";
+}
+
+/**
+ * The class of an absolute path a command reads, lists, runs or enters, without changing it: an
+ * identity secret is sensitive, anything else is where it lies (reading a persistence file such
+ * as /etc/passwd, or the workspace's .git, changes nothing).
+ */
+function lookedAtSurface(p: string, places: Places): SurfaceClass {
+  if (p.includes("\0")) return "unknown";
+  if (isIdentitySecret(places, p, p)) return "sensitive";
+  if (isWithin(places.workspace, p) || isWithin(places.workspaceLexical, p)) return "workspace";
+  if (isWithin(places.tmpRoot, p)) return "temp";
+  if (isWithin(places.home, p) || isWithin(places.homeReal, p)) return "home";
+  return "external";
 }
 
 const CLASSIFIER_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.:@/-]{0,127}$/;

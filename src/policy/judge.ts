@@ -7,9 +7,10 @@ import type { CanonicalRequest } from "../request/canonical.ts";
 import { builtinTool, CONTAINER_TOOLS, inputProblem, TOOLS, UNCONTAINED_SHELLS } from "../request/tools.ts";
 import { classifyWrite, containsIdentitySecret, isIdentitySecret, type Places } from "./places.ts";
 import type { RuleSubject } from "./rules.ts";
-import { analyzeShell } from "./shell/analyze.ts";
+import { analyzeShell, judgedShellPaths } from "./shell/analyze.ts";
 import { knownEnvironment, type ShellEnv } from "./shell/env.ts";
 import { extractCommands, type Extraction } from "./shell/parse.ts";
+import type { JudgedRole } from "./shell/script-state.ts";
 import type { CommandClass, ReasonCode } from "./types.ts";
 
 /** Which routing table applies: bash can be sandboxed, file tools cannot. */
@@ -172,12 +173,13 @@ function otherClasses(cls: CommandClass, findings: readonly { cls: CommandClass;
 }
 
 /**
- * The paths a shell command may touch, as a rule subject has them (every static word a candidate),
- * read from the command itself: the audit's surface class, off the decision path, where no rules
- * made the gate build a subject.
+ * The paths a shell command was judged to touch, by what it does with each (read, write, run, cd),
+ * absolute: the analysis run again with them noted, for the audit's surface class at its flush
+ * (off the decision path; the gate's own analysis notes none). Not the rule subject's candidates,
+ * which take every word for a path (`git status`: `status`).
  */
-export function commandPaths(command: string, ctx: JudgeContext): readonly string[] {
-  return bashSubject(command, ctx, undefined).paths;
+export function judgedCommandPaths(command: string, ctx: JudgeContext): ReadonlyMap<string, JudgedRole> {
+  return judgedShellPaths(command, ctx.shell, ctx.shell.budget);
 }
 
 /** The simple commands of a bash call, as rules see them: words joined by single spaces. */
