@@ -16,7 +16,7 @@
 // I/O: a synchronous child process in the same test process would starve these servers.
 
 import { createServer, type IncomingMessage, type Server } from "node:http";
-import type { AddressInfo, Socket } from "node:net";
+import { listenOnLoopback } from "./loopback-http.ts";
 
 export type ClassifierWireApi = "typesafe-system-one" | "openai-decisions";
 
@@ -161,7 +161,6 @@ export async function startClassifierServer(api: ClassifierWireApi): Promise<Cla
   let queue: ClassifierStep[] = [];
   let fallback: ClassifierStep | undefined;
   let waiting = 0;
-  const sockets = new Set<Socket>();
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
@@ -217,12 +216,7 @@ export async function startClassifierServer(api: ClassifierWireApi): Promise<Cla
       }
     });
   });
-  server.on("connection", (s: Socket) => {
-    sockets.add(s);
-    s.on("close", () => sockets.delete(s));
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const port = (server.address() as AddressInfo).port;
+  const { port, close } = await listenOnLoopback(server);
   return {
     api,
     baseUrl: `http://127.0.0.1:${port}/v1`,
@@ -233,10 +227,6 @@ export async function startClassifierServer(api: ClassifierWireApi): Promise<Cla
     },
     pending: () => waiting,
     everything: () => received.map((r) => `${r.method} ${r.path}\n${JSON.stringify(r.headers)}\n${r.raw}`).join("\n"),
-    close: () =>
-      new Promise<void>((r) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => r());
-      }),
+    close,
   };
 }

@@ -3,7 +3,7 @@
 // body is kept for assertions. Registered with Pi through a models.json custom provider.
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo, Socket } from "node:net";
+import { listenOnLoopback } from "./loopback-http.ts";
 
 export type Step =
   | {
@@ -60,7 +60,6 @@ export async function startLoopback(): Promise<Loopback> {
   const received: Received[] = [];
   let queue: Step[] = [];
   let fallback: Step | undefined;
-  const sockets = new Set<Socket>();
   const server: Server = createServer((req, res) => {
     let raw = "";
     req.setEncoding("utf8");
@@ -97,12 +96,7 @@ export async function startLoopback(): Promise<Loopback> {
       }
     });
   });
-  server.on("connection", (s: Socket) => {
-    sockets.add(s);
-    s.on("close", () => sockets.delete(s));
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const port = (server.address() as AddressInfo).port;
+  const { port, close } = await listenOnLoopback(server);
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     received,
@@ -110,11 +104,7 @@ export async function startLoopback(): Promise<Loopback> {
       queue = [...steps];
       fallback = otherwise;
     },
-    close: () =>
-      new Promise<void>((r) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => r());
-      }),
+    close,
   };
 }
 
