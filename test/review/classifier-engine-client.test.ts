@@ -365,32 +365,15 @@ for (const side of SIDES) {
   });
 }
 
-test("a classifier reviewer that Pi does not know: model-unavailable, nothing sent", async () => {
-  const n0 = env.typesafe.received.length;
-  const r = await runReview(
-    {
-      action: action("bash", { command: "rm -rf build" }),
-      transcript: [],
-      reviewer: { provider: "typesafe", model: "no-such", thinking: "off", engine: "classifier" },
-    },
-    piReviewerModels(env.reg.registry),
-    LIMITS,
-  );
-  assert.equal(failure(r), "model-unavailable");
-  assert.equal(env.typesafe.received.length, n0);
-});
+const NOT_CLASSIFIERS: ReadonlyArray<readonly [string, () => ClassifierServer, ReviewerId]> = [
+  ["a classifier reviewer that Pi does not know", () => env.typesafe, { provider: "typesafe", model: "no-such", thinking: "off", engine: "classifier" }],
+  ["a chat model named as a classifier reviewer", () => env.decisions, { provider: "openai", model: "gpt-5", thinking: "off", engine: "classifier" }],
+];
 
-test("a chat model named as a classifier reviewer: model-unavailable, nothing sent", async () => {
-  const n0 = env.decisions.received.length;
-  const r = await runReview(
-    {
-      action: action("bash", { command: "rm -rf build" }),
-      transcript: [],
-      reviewer: { provider: "openai", model: "gpt-5", thinking: "off", engine: "classifier" },
-    },
-    piReviewerModels(env.reg.registry),
-    LIMITS,
-  );
-  assert.equal(failure(r), "model-unavailable");
-  assert.equal(env.decisions.received.length, n0);
-});
+for (const [what, server, reviewer] of NOT_CLASSIFIERS)
+  test(`${what}: model-unavailable, nothing sent`, async () => {
+    const n0 = server().received.length;
+    const r = await runReview({ action: action("bash", { command: "rm -rf build" }), transcript: [], reviewer }, piReviewerModels(env.reg.registry), LIMITS);
+    assert.equal(failure(r), "model-unavailable");
+    assert.equal(server().received.length, n0);
+  });
