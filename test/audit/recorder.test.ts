@@ -7,9 +7,9 @@ import { existsSync, readdirSync, readFileSync, mkdirSync, writeFileSync, mkdtem
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
-import { fauxAssistantMessage, fauxProvider, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
+import { fauxAssistantMessage, fauxProvider, type fauxToolCall } from "@earendil-works/pi-ai";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
-import { auditDir, AuditStore, DATABASE_FILE, type DailyRow } from "../../src/audit/store.ts";
+import { auditDir, AuditStore, DATABASE_FILE } from "../../src/audit/store.ts";
 import { createAuditRecorder, FLUSH_DELAY_MS, MAX_BUFFERED } from "../../src/audit/recorder.ts";
 import type { CallRecord } from "../../src/grants/admit-call.ts";
 import { bashTemplate } from "../../src/audit/templates.ts";
@@ -19,49 +19,9 @@ import { selfPaths } from "../../src/state/locations.ts";
 
 const NOW = Date.now();
 import { processGlobalState } from "../../src/state/global.ts";
-import { type PiHarness, toolResults } from "../helpers/pi-session.ts";
 import { VERDICT } from "../helpers/review-fixtures.ts";
 import { reviewOnlySessions } from "../helpers/review-only.ts";
-
-const call = (name: string, args: Parameters<typeof fauxToolCall>[1]) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });
-
-/** Runs one prompt of tool calls, then shuts the session down (which flushes the audit). */
-async function run(h: PiHarness, calls: Array<[string, Parameters<typeof fauxToolCall>[1]]>) {
-  h.faux.setResponses([...calls.map(([n, a]) => call(n, a)), fauxAssistantMessage([fauxText("done")])]);
-  await h.session.prompt("go");
-  const results = toolResults(h.session);
-  await h.session.extensionRunner.emit({ type: "session_shutdown", reason: "quit" });
-  return results;
-}
-
-/** The store's rows, read through a connection of the test's own. */
-function rowsOf(agentDir: string): DailyRow[] {
-  const warnings: string[] = [];
-  const store = AuditStore.open({ dir: auditDir(agentDir), onWarning: (m) => warnings.push(m) });
-  const rows = store.rows();
-  store.close();
-  assert.deepEqual(warnings, []);
-  return rows;
-}
-
-/** Every byte of the audit folder's files, to scan for what must not be stored. */
-function auditBytes(agentDir: string): Buffer {
-  return Buffer.concat(readdirSync(auditDir(agentDir)).map((f) => readFileSync(join(auditDir(agentDir), f))));
-}
-
-/** A decision as the gate hands it to the recorder: call `id` of `tool`, allowed as read-only unless `over` says otherwise. */
-const record = (id: string, tool: string, over: Partial<CallRecord> = {}): CallRecord => ({
-  toolCallId: id,
-  parentToolCallId: undefined,
-  tool,
-  mode: "auto",
-  route: "allow",
-  reason: "read-only",
-  outcome: "allowed",
-  hash: undefined,
-  message: "",
-  ...over,
-});
+import { auditBytes, record, rowsOf, run } from "../helpers/audit-session.ts";
 
 /** A recorder of its own in a temporary tree: the agent folder (not made yet), a home with a workspace, a temp root. */
 function setup(t: { after: (fn: () => void) => void }, warn?: (message: string) => void) {

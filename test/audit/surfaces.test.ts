@@ -4,44 +4,17 @@
 // no file in the workspace.
 
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
-import { fauxAssistantMessage, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
 import { createAuditRecorder } from "../../src/audit/recorder.ts";
-import { AuditStore, auditDir, type DailyRow } from "../../src/audit/store.ts";
 import { bashTemplate } from "../../src/audit/templates.ts";
-import type { CallRecord } from "../../src/grants/admit-call.ts";
 import { decide, prepareGate } from "../../src/policy/gate.ts";
 import { processGlobalState } from "../../src/state/global.ts";
 import { selfPaths } from "../../src/state/locations.ts";
-import { type PiHarness, toolResults } from "../helpers/pi-session.ts";
 import { reviewOnlySessions } from "../helpers/review-only.ts";
-
-const call = (name: string, args: Parameters<typeof fauxToolCall>[1]) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });
-
-/** Runs one prompt of tool calls, then shuts the session down (which flushes the audit). */
-async function run(h: PiHarness, calls: Array<[string, Parameters<typeof fauxToolCall>[1]]>) {
-  h.faux.setResponses([...calls.map(([n, a]) => call(n, a)), fauxAssistantMessage([fauxText("done")])]);
-  await h.session.prompt("go");
-  const results = toolResults(h.session);
-  await h.session.extensionRunner.emit({ type: "session_shutdown", reason: "quit" });
-  return results;
-}
-
-function rowsOf(agentDir: string): DailyRow[] {
-  const warnings: string[] = [];
-  const store = AuditStore.open({ dir: auditDir(agentDir), onWarning: (m) => warnings.push(m) });
-  const rows = store.rows();
-  store.close();
-  assert.deepEqual(warnings, []);
-  return rows;
-}
-
-function auditBytes(agentDir: string): Buffer {
-  return Buffer.concat(readdirSync(auditDir(agentDir)).map((f) => readFileSync(join(auditDir(agentDir), f))));
-}
+import { auditBytes, record, rowsOf, run } from "../helpers/audit-session.ts";
 
 describe("through a real AgentSession (review-only backend, no reviewer)", () => {
   const pi = reviewOnlySessions();
@@ -83,18 +56,6 @@ describe("through a real AgentSession (review-only backend, no reviewer)", () =>
 });
 
 describe("what the recorder classifies at the flush", () => {
-  const record = (id: string): CallRecord => ({
-    toolCallId: id,
-    parentToolCallId: undefined,
-    tool: "bash",
-    mode: "auto",
-    route: "allow",
-    reason: "read-only",
-    outcome: "allowed",
-    hash: undefined,
-    message: "",
-  });
-
   for (const rules of [false, true])
     test(`only the paths the analysis judged count, by their role (${rules ? "with" : "without"} rules)`, (t) => {
       const root = realpathSync(mkdtempSync(join(tmpdir(), "audit-surfaces-")));
@@ -133,7 +94,7 @@ describe("what the recorder classifies at the flush", () => {
       for (const [i, [command]] of commands.entries()) {
         const judged = decide("bash", { command }, gate, "review-only");
         rec.noteCall(`c${i}`, "bash", { command });
-        rec.decision(record(`c${i}`), cwd, { subject: judged.judgement?.subject, context: gate.judge });
+        rec.decision(record(`c${i}`, "bash"), cwd, { subject: judged.judgement?.subject, context: gate.judge });
       }
       rec.flush();
       assert.deepEqual(warnings, []);
