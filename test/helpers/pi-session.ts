@@ -41,6 +41,8 @@ export interface HarnessOptions {
   readonly sessionManager?: SessionManager;
   /** Load auto mode from this entry file instead of the checkout's (a copy elsewhere). */
   readonly extensionEntry?: string;
+  /** Load skills from the agent dir and the project's .pi/skills (off by default). */
+  readonly skills?: boolean;
 }
 
 /** A fresh agent dir and workspace; PI_CODING_AGENT_DIR points at it so getAgentDir() agrees. */
@@ -75,7 +77,7 @@ export async function startPi(opts: HarnessOptions = {}): Promise<PiHarness> {
     settingsManager,
     additionalExtensionPaths: [...(opts.extensionPathsBefore ?? []), opts.extensionEntry ?? EXTENSION_ENTRY],
     extensionFactories: opts.extensionFactories ?? [],
-    noSkills: true,
+    noSkills: opts.skills !== true,
     noPromptTemplates: true,
     noThemes: true,
     noContextFiles: true,
