@@ -34,6 +34,67 @@ test("commands become templates: option values, paths, URLs, assignments, quoted
   for (const [command, template] of CASES) assert.equal(bashTemplate(command), template, command);
 });
 
+// A bare word stays only when it is a plain word a rule could name: segments (split at - _ +) of
+// letters in a word's case shape, numbers of at most three digits, short letter-digit mixes.
+// Everything that looks like a value (a password with a digit, a long number, a glued option
+// value, a random mixed-case string, a hex id) is `*`.
+const VALUE_WORDS: ReadonlyArray<readonly [string, string]> = [
+  ["echo hunter2", "echo *"],
+  ["echo Passw0rd1", "echo *"],
+  ["echo x7Gk9pQ2", "echo *"],
+  ["echo Hunter2Hunter2", "echo *"],
+  ["echo 1234567890123456789", "echo *"],
+  ["echo 4111111111111111", "echo *"],
+  ["echo 555-123-4567", "echo *"],
+  ["echo JIRA-1234-alice", "echo *"],
+  ["echo 0x1234abcd", "echo *"],
+  ["echo correcthorsebatterystaple", "echo *"],
+  ["aws configure set aws_secret_access_key wJalrXUtnFEMI", "aws configure set aws_secret_access_key *"],
+  ["htpasswd -b file alice hunter2", "htpasswd -b * alice *"],
+  ["mysql -psecret db", "mysql * db"],
+  ["mysql -pHunter -u root", "mysql * -u *"],
+  ["echo --pAssw0rd", "echo *"],
+  ["ls -- -secretword", "ls -- *"],
+  ["sk_live_abcdefghijklmnopqr=1 cmd", "*=* cmd"],
+  ["ghp_abcdefghijklmnopqrstuvwxyz0123=1 cmd", "*=* cmd"],
+];
+
+// What a rule names keeps its words.
+const RULE_WORDS: ReadonlyArray<readonly [string, string]> = [
+  ["git status", "git status"],
+  ["npm run build", "npm run build"],
+  ["npm test -- --watch", "npm test -- --watch"],
+  ["git push origin main", "git push origin main"],
+  ["aws s3 ls", "aws s3 ls"],
+  ["aws ec2 describe-instances", "aws ec2 describe-instances"],
+  ["chmod 755 run.sh", "chmod 755 *"],
+  ["sleep 30", "sleep 30"],
+  ["tar -xzf a.tgz", "tar -xzf *"],
+  ["find . -name x -exec rm {} ;", "find * -name * -exec * *"],
+  ["find . -type f -execdir ls", "find * -type * -execdir *"],
+  ["python3 -m pytest", "python3 -m *"],
+  ["sha256sum -c sums", "sha256sum -c *"],
+  ["ls -la", "ls -la"],
+  ["npm run e2e", "npm run e2e"],
+  ["docker compose up -d", "docker compose up -d"],
+  ["kubectl get pods", "kubectl get pods"],
+  ["./gradlew assembleDebug", "* assembleDebug"],
+  ["git log --oneline HEAD", "git log --oneline *"],
+  ["GITHUB_TOKEN=x gh pr list", "GITHUB_TOKEN=* gh pr list"],
+  ["PGPASSWORD=x psql -c q", "PGPASSWORD=* psql -c *"],
+  ["npm install --save-dev typescript", "npm install --save-dev *"],
+  ["cargo build --release", "cargo build --release"],
+  ["make k8s", "make k8s"],
+];
+
+test("a bare word that carries a value is *: passwords with digits, numbers, glued option values, random strings", () => {
+  for (const [command, template] of VALUE_WORDS) assert.equal(bashTemplate(command), template, command);
+});
+
+test("the words a rule names stay: subcommands, package and script names, options, small numbers", () => {
+  for (const [command, template] of RULE_WORDS) assert.equal(bashTemplate(command), template, command);
+});
+
 test("a command too odd for the parser becomes the fully starred template", () => {
   for (const c of ["echo 'unterminated", "cat <<EOF\nbody", "a && && b", "\u0000"]) assert.equal(bashTemplate(c), UNREADABLE_TEMPLATE, JSON.stringify(c));
 });
@@ -105,6 +166,43 @@ test("property: no template holds any part of a generated secret, option value, 
   // The property says nothing if the generated commands do not parse and all become `*`.
   t.diagnostic(`${unreadable} of ${runs} generated commands were unreadable`);
   assert.ok(unreadable * 10 < runs, `${unreadable} of ${runs} unreadable`);
+});
+
+// Secrets as bare words: what no option or quote announces. A value is a word with a digit and a
+// letter at five characters or more, a number of four digits or more, an option with a glued value.
+const mixedSecret = fc
+  .tuple(fc.stringMatching(/^[A-Za-z0-9]{4,40}$/), fc.integer({ min: 0, max: 9 }), fc.constantFrom("a", "Z", "q"))
+  .map(([s, d, l]) => `${l}${s}${d}`);
+const bareSecret = fc.oneof(
+  mixedSecret.map((s) => ({ text: s, secret: s })),
+  fc.stringMatching(/^[0-9]{4,24}$/).map((s) => ({ text: s, secret: s })),
+  fc.stringMatching(/^[0-9a-f]{12,40}$/).map((s) => ({ text: `${s}0`, secret: `${s}0` })),
+  fc.tuple(fc.constantFrom("-p", "-P", "-k"), fc.stringMatching(/^[a-z]{5,12}$/)).map(([o, s]) => ({ text: o + s, secret: s })),
+  mixedSecret.map((s) => ({ text: `--${s}`, secret: s })),
+  fc.tuple(mixedSecret, fc.constantFrom("-", "_", "+")).map(([s, sep]) => ({ text: `ok${sep}${s}`, secret: s })),
+  mixedSecret.map((s) => ({ text: `${s}=1`, secret: s, assignment: true })),
+);
+const bareCommand = fc
+  .tuple(
+    fc.constantFrom("echo", "git", "mysql", "gh", "docker", "ssh", "htpasswd", "export"),
+    fc.array(fc.constantFrom("status", "login", "--", "-u", "root", "run", "list"), { maxLength: 3 }),
+    bareSecret,
+    fc.array(fc.constantFrom("db", "main", "--short", "-v"), { maxLength: 2 }),
+  )
+  .map(([prog, before, s, after]) => ({
+    text: "assignment" in s ? `${s.text} ${prog} ${[...before, ...after].join(" ")}` : [prog, ...before, s.text, ...after].join(" "),
+    secret: s.secret,
+  }));
+
+test("property: a secret as a bare word, a glued option value or an assignment's name is never in the template", async (t) => {
+  await checkProperty(
+    t,
+    fc.property(bareCommand, (c) => {
+      const template = bashTemplate(c.text);
+      assert.ok(!template.includes(c.secret), `${JSON.stringify(c.text)} -> ${JSON.stringify(template)}`);
+    }),
+    { runs: fuzzRuns(500) },
+  );
 });
 
 test("paths become classes: workspace, temp, home, external, sensitive, unknown", () => {
