@@ -242,6 +242,25 @@ for (const side of SIDES) {
       });
     }
 
+    test("two answers for one condition (the first rejecting a hazard, the last satisfying it): malformed, never the last one's allow", async () => {
+      // pi-ai keeps one of two answers with the same id (the later JSON key, the later array
+      // entry); which the classifier meant is unknowable, so the answer is ambiguous and denies.
+      const hazard = HAZARD[0]!;
+      const body =
+        side.name === "typesafe-system-one"
+          ? `{"answers":{"${hazard}":{"type":"noul","noul":0.01},${QUESTION_IDS.map((id) => `"${id}":{"type":"noul","noul":0.99}`).join(",")}},"usage":{"input_tokens":10,"output_tokens":0}}`
+          : JSON.stringify({
+              answers: [
+                { name: hazard, type: "predicate", probability: 0.01 },
+                ...QUESTION_IDS.map((name) => ({ name, type: "predicate", probability: 0.99 })),
+              ],
+              usage: { input_tokens: 10, output_tokens: 0 },
+            });
+      const { r, calls } = await review(side, [{ kind: "body", body, contentType: "application/json" }], { fallback: answerStep() });
+      assert.equal(failure(r), "malformed", JSON.stringify(r));
+      assert.equal(calls, 1);
+    });
+
     test("429 every time: rate-limited after the engine's bounded attempts (pi-ai's own retries off)", async () => {
       const { r, calls, ms } = await review(side, [], { fallback: { kind: "status", status: 429 } });
       assert.equal(failure(r), "rate-limited");

@@ -7,13 +7,15 @@
 //
 // One classify call per attempt; pi-ai's own retries are off (runReview counts attempts). An
 // answer that does not give every condition one probability is malformed and is not retried: the
-// same request gets the same answer, and a missing answer is never an approval.
+// same request gets the same answer, and a missing answer is never an approval. Nor is an
+// ambiguous one: a condition answered twice in the raw body (wire.ts) is malformed too.
 
 import { type JudgmentEngine, overBudget } from "../engine-types.ts";
 import type { ClassifierJudgement, ConditionRecord, RiskLevel, UserAuthorization, Verdict } from "../types.ts";
 import { conditions, rulesOf, settingsProblem } from "./conditions.ts";
 import { type ClassifierDecision, decide } from "./decide.ts";
 import { buildClassifierState } from "./state.ts";
+import { repeatedAnswer } from "./wire.ts";
 
 const fmt = (p: number) => p.toFixed(2);
 
@@ -88,9 +90,23 @@ export const classifierEngine: JudgmentEngine = {
       inputTokens,
       unreadableAnswer: "malformed",
       async attempt(ctx) {
-        const reply = await classify(model, { state: built.state, questions: built.questions, signal: ctx.signal, timeoutMs: ctx.timeoutMs, fetch: ctx.fetch });
+        // The raw body, read beside the client: two answers for one condition are ambiguous.
+        let repeated: string | undefined;
+        const fetch: typeof globalThis.fetch = async (input, init) => {
+          const res = await ctx.fetch(input, init);
+          if (res.ok && res.body)
+            try {
+              repeated = repeatedAnswer(await res.clone().text());
+            } catch {
+              // A body that breaks off is the client's to report.
+            }
+          return res;
+        };
+        const reply = await classify(model, { state: built.state, questions: built.questions, signal: ctx.signal, timeoutMs: ctx.timeoutMs, fetch });
         if (reply.stopReason !== "stop") return { kind: "stopped", stopReason: reply.stopReason, errorMessage: reply.errorMessage, usage: reply.usage };
-        const d = decide({ ...rules, answers: reply.answers, canAsk });
+        const d = repeated
+          ? { kind: "malformed" as const, problem: repeated, conditions: decide({ ...rules, answers: reply.answers, canAsk }).conditions }
+          : decide({ ...rules, answers: reply.answers, canAsk });
         const judgement = (rest: Pick<ClassifierJudgement, "judgment" | "decidedBy" | "clearedByIntent" | "confirmation">): ClassifierJudgement => ({
           conditions: d.conditions,
           conditionsSha256: data.sha256,
