@@ -5,13 +5,13 @@
 //
 // The value is a command, a path or a name, so it is redacted the audit's way before it goes
 // anywhere: a bash command becomes its template, a path only its surface class, a name stays only
-// when it is a plain identifier. Its matched pattern, agent and origin are not kept. Pi-free:
+// when it is a plain name (templates.ts isPlainName). Its matched pattern, agent and origin are not kept. Pi-free:
 // commands/audit.ts subscribes and hands each payload to the session's audit recorder
 // (recorder.ts permissionDecision), which calls permissionDecisionEvent at its flush.
 
 import type { Places } from "../policy/places.ts";
 import { type AuditEvent, type DailyRow, type Outcome, SCHEMA_VERSION } from "./store.ts";
-import { bashTemplate, STAR, surfaceClass, type SurfaceClass } from "./templates.ts";
+import { bashTemplate, isPlainName, STAR, surfaceClass, type SurfaceClass } from "./templates.ts";
 import { bashHeldBack, HELD_BACK_WORDS, type HeldBackReason, isRefusal, PERMISSION_SYSTEM_ROUTE } from "./suggest.ts";
 
 export const PERMISSIONS_DECISION_CHANNEL = "permissions:decision";
@@ -26,7 +26,6 @@ const APPROVALS: ReadonlySet<string> = new Set(["user_approved", "user_approved_
 const REFUSALS: ReadonlySet<string> = new Set(["user_denied", "policy_deny", "confirmation_unavailable"]);
 /** Surfaces whose value is a path: only its class is kept. */
 const PATH_SURFACES: ReadonlySet<string> = new Set(["read", "write", "edit", "grep", "find", "ls", "path", "external_directory"]);
-const NAME = /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,63}$/;
 
 export interface ObserveContext {
   readonly now: number;
@@ -49,14 +48,14 @@ export function permissionDecisionEvent(raw: unknown, ctx: ObserveContext): Audi
   else if (PATH_SURFACES.has(surface) || /[/\\~]/.test(value)) {
     template = STAR;
     cls = ctx.places ? surfaceClass(value, ctx.places) : "unknown";
-  } else template = NAME.test(value) ? value : STAR;
+  } else template = isPlainName(value) ? value : STAR;
   return {
     at: ctx.now,
-    tool: NAME.test(surface) ? surface : "other",
+    tool: isPlainName(surface) ? surface : "other",
     template,
     surface: cls,
     route: PERMISSION_SYSTEM_ROUTE,
-    reason: NAME.test(resolution) ? resolution : "other",
+    reason: isPlainName(resolution) ? resolution : "other",
     outcome,
     ...(ctx.project !== undefined ? { project: ctx.project } : {}),
   };

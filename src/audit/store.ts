@@ -11,7 +11,7 @@ import { accessSync, chmodSync, closeSync, constants, existsSync, fstatSync, mkd
 import { join } from "node:path";
 import type { DatabaseSync as DatabaseSyncType } from "node:sqlite";
 import { createRequire } from "node:module";
-import { SURFACE_CLASSES, type SurfaceClass } from "./templates.ts";
+import { isPlainName, SURFACE_CLASSES, type SurfaceClass } from "./templates.ts";
 import {
   DEFAULT_AUDIT_RETENTION_DAYS as DEFAULT_RETENTION_DAYS,
   MAX_AUDIT_RETENTION_DAYS as MAX_RETENTION_DAYS,
@@ -134,10 +134,10 @@ export interface AuditStoreOptions {
   readonly maxPages?: number;
 }
 
-// Names, routes and reason codes come from the gate, but a tool name comes from the model: only a
-// name that could be a tool's is kept, so no text of the call rides in through it.
-const TOKEN = /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,63}$/;
-const token = (s: string): string => (TOKEN.test(s) ? s : "other");
+// Names, routes and reason codes come from the gate, but a tool name comes from the model and an
+// observed extension's reason from that extension: only a plain name (templates.ts isPlainName, the
+// bare words' rule) is kept, so no text of the call, token or host rides in through one.
+const token = (s: string): string => (isPlainName(s) ? s : "other");
 const count = (n: number | undefined): number => (typeof n === "number" && Number.isFinite(n) && n > 0 ? Math.round(n) : 0);
 const dayOf = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
 // A classifier is provider/model: a model id may carry a slash, an @ or a colon (llama.cpp, Cloudflare), nothing else.

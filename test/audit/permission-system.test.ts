@@ -63,6 +63,15 @@ test("a broadcast becomes a redacted audit event: bash as its template, a path a
     permissionDecisionEvent({ surface: "mcp", value: "github:create_issue", result: "allow", resolution: "policy_allow" }, { now: at })?.template,
     "github:create_issue",
   );
+  // A name keeps only its plain words: a token, a host, an address or a key shape as the value, the
+  // surface or the resolution is not a name.
+  for (const value of ["ghp_abcdefghijklmnopqrstuvwxyz0123456789", "sk-ant-api03-abcdefghijklmnop", "db.internal.acme.com", "10.0.0.1", "hunter2", "a:b:c:d"])
+    assert.equal(permissionDecisionEvent({ surface: "mcp", value, result: "allow", resolution: "policy_allow" }, { now: at })?.template, "*", value);
+  const named = permissionDecisionEvent(
+    { surface: "ghp_abcdefghijklmnopqrstuvwxyz0123456789", value: "x", result: "allow", resolution: "sk-ant-api03-abcdefghijklmnop" },
+    { now: at },
+  );
+  assert.deepEqual([named?.tool, named?.reason], ["other", "other"]);
   assert.equal(permissionDecisionEvent({ surface: "bash", value: "ls", result: "allow", resolution: "policy_allow" }, { now: at })?.outcome, "ran");
   assert.equal(
     permissionDecisionEvent({ surface: "bash", value: "ls", result: "allow", resolution: "confirmation_unavailable" }, { now: at })?.outcome,

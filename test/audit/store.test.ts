@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { test, type TestContext } from "node:test";
+import { permissionDecisionEvent } from "../../src/audit/permission-system.ts";
 import { bashTemplate } from "../../src/audit/templates.ts";
 import { keyedDir, oldDatabase, V1_INSERT, V2_INSERT } from "../helpers/audit-seed.ts";
 import { AuditStore, type AuditEvent, type ConditionEvent, DATABASE_FILE, KEY_FILE, SCHEMA_VERSION, V1_SCHEMA, V2_SCHEMA } from "../../src/audit/store.ts";
@@ -122,6 +123,22 @@ test("a tool name that is not a name, and an unknown surface, are not stored as 
   const [row] = store.rows();
   assert.equal(row?.tool, "other");
   assert.equal(row?.surface, "unknown");
+  store.close();
+});
+
+test("a tool name, route or reason shaped like a token, a host or a password is not stored as given", (t) => {
+  const dir = tempDir(t);
+  const { store } = open(dir);
+  for (const name of ["ghp_abcdefghijklmnopqrstuvwxyz0123456789", "sk-ant-api03-abcdefghijklmnop", "db.internal.acme.com", "hunter2"])
+    store.record(event({ tool: name, route: name, reason: name }));
+  store.record(event({ tool: "mcp__github__create_issue", route: "review", reason: "reviewer-allow" }));
+  assert.deepEqual(
+    store.rows().map((r) => [r.tool, r.route, r.reason]),
+    [
+      ["mcp__github__create_issue", "review", "reviewer-allow"],
+      ["other", "other", "other"],
+    ],
+  );
   store.close();
 });
 
@@ -425,7 +442,18 @@ test("a database from a newer version is left alone", (t) => {
 
 test("redaction end to end: the database files hold none of the secrets, URLs or paths of a corpus", (t) => {
   const dir = tempDir(t);
-  const secrets = ["hunter2Qz", "ghp_Qz0123456789abcdefghijklmnop", "sk-ant-Qzabcdefghijklmnopqrstu", "QzPathSegment", "QzValue42", "example-host.Qz"];
+  const secrets = [
+    "hunter2Qz",
+    "ghp_Qz0123456789abcdefghijklmnop",
+    "sk-ant-Qzabcdefghijklmnopqrstu",
+    "QzPathSegment",
+    "QzValue42",
+    "example-host.Qz",
+    "Qzw0rd9",
+    "Qzsecret",
+    "4111111111111111",
+    "QzJalrXUtnFEMI",
+  ];
   const corpus = [
     "curl -u admin:hunter2Qz https://example-host.Qz/api",
     "GITHUB_TOKEN=ghp_Qz0123456789abcdefghijklmnop gh pr list",
@@ -434,9 +462,21 @@ test("redaction end to end: the database files hold none of the secrets, URLs or
     "npm test -- --token QzValue42",
     "make deploy TARGET=QzValue42",
     "psql 'postgres://u:hunter2Qz@example-host.Qz/db'",
+    // Bare words no option or quote announces.
+    "echo Qzw0rd9 | gh auth login --with-token",
+    "mysql -pQzsecret db",
+    "echo 4111111111111111",
+    "aws configure set aws_secret_access_key QzJalrXUtnFEMI",
+    "Qzw0rd9=1 make",
   ];
   const { store, warnings } = open(dir);
   for (const c of corpus) store.record(event({ template: bashTemplate(c), project: "/home/u/QzPathSegment" }));
+  // A tool name from the model and another extension's payload carry text too.
+  store.record(event({ tool: "ghp_Qz0123456789abcdefghijklmnop", template: "" }));
+  for (const value of ["sk-ant-Qzabcdefghijklmnopqrstu", "example-host.Qz", "mysql -pQzsecret db"]) {
+    const e = permissionDecisionEvent({ surface: value.includes(" ") ? "bash" : "mcp", value, result: "allow", resolution: "hunter2Qz" }, { now: NOW });
+    if (e) store.record(e);
+  }
   store.close();
   assert.deepEqual(warnings, []);
   for (const f of readdirSync(dir)) {
