@@ -14,6 +14,21 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { DatabaseSync as DatabaseSyncType } from "node:sqlite";
 import { type ConditionRow, DATABASE_FILE, type DailyRow, KEY_FILE, SCHEMA_VERSION } from "./store.ts";
+import { bashTemplate, isPlainName, STAR } from "./templates.ts";
+
+/**
+ * A row as today's redaction would have stored it. A database an earlier version wrote (any schema)
+ * kept what its rules let through (`echo hunter2`, a token as a tool name); the report and its
+ * suggestions show nothing today's rules hide. A template today's rules made reads the same
+ * (bashTemplate of a template is itself, but for a starred assignment's name or a heredoc, which
+ * read as less), so current rows are unchanged.
+ */
+export function redactedNow(r: DailyRow): DailyRow {
+  const name = (s: unknown): string => (typeof s === "string" && isPlainName(s) ? s : "other");
+  const t = typeof r.template === "string" ? r.template : STAR;
+  const template = t === "" || t === STAR ? t : r.tool === "bash" ? bashTemplate(t) : isPlainName(t) ? t : STAR;
+  return { ...r, tool: name(r.tool), route: name(r.route), reason: name(r.reason), template };
+}
 
 /** The audit's folder in Pi's agent dir, where the recorder writes (store.ts auditDir). */
 export { auditDir } from "./store.ts";
@@ -96,7 +111,7 @@ export function openAuditReader(dir: string): AuditRead {
       kind: "ok",
       path,
       reader: {
-        rows: (sinceDay) => select.all(sinceDay) as unknown as DailyRow[],
+        rows: (sinceDay) => (select.all(sinceDay) as unknown as DailyRow[]).map(redactedNow),
         conditionRows: (sinceDay) => (conditions ? (conditions.all(sinceDay) as unknown as ConditionRow[]) : []),
         pseudonym: (location) => (key ? pseudonymWith(key, location) : undefined),
         close: () => open.close(),

@@ -227,3 +227,37 @@ test("a v2 store reads as having no classifier data, and is not migrated by read
   read.reader.close();
   assert.ok(readFileSync(join(dir, DATABASE_FILE)).equals(before), "the v2 file is unchanged");
 });
+
+test("a database written under looser redaction: the report shows its rows through today's rules, never the words it kept", (t) => {
+  const dir = auditDir(t);
+  const leaked = ["hunter2", "Passw0rd1", "4111111111111111", "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "db.internal.acme.com"];
+  const row = (tool: string, template: string, reason: string, outcome: string) => [
+    "2026-12-01",
+    "",
+    tool,
+    template,
+    "workspace",
+    "review",
+    reason,
+    outcome,
+    4,
+    0,
+    0,
+  ];
+  oldDatabase(dir, V2_SCHEMA, 2, V2_INSERT, [
+    row("bash", "echo hunter2", "network", "denied"),
+    row("bash", "mysql -pPassw0rd1 db", "network", "ran"),
+    row("bash", "echo 4111111111111111", "db.internal.acme.com", "approved"),
+    row("ghp_abcdefghijklmnopqrstuvwxyz0123456789", "", "network", "denied"),
+    row("bash", "git status", "network", "ran"),
+  ]);
+  const opened = openAuditReader(dir);
+  assert.equal(opened.kind, "ok");
+  if (opened.kind !== "ok") return;
+  const rows = opened.reader.rows("2026-11-01");
+  opened.reader.close();
+  const report = buildReport(rows, { ...DEFAULT_REPORT_OPTIONS, scope: "all", minCount: 1 }, { now: NOW, currentProject: undefined });
+  const text = render(report) + JSON.stringify(report);
+  for (const s of leaked) assert.ok(!text.includes(s), `the report shows ${s}`);
+  assert.match(text, /git status/);
+});
