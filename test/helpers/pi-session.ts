@@ -43,6 +43,8 @@ export interface HarnessOptions {
   readonly extensionEntry?: string;
   /** Load skills from the agent dir and the project's .pi/skills (off by default). */
   readonly skills?: boolean;
+  /** Prompt template files or folders to load (none by default). */
+  readonly promptTemplates?: string[];
 }
 
 /** A fresh agent dir and workspace; PI_CODING_AGENT_DIR points at it so getAgentDir() agrees. */
@@ -78,7 +80,7 @@ export async function startPi(opts: HarnessOptions = {}): Promise<PiHarness> {
     additionalExtensionPaths: [...(opts.extensionPathsBefore ?? []), opts.extensionEntry ?? EXTENSION_ENTRY],
     extensionFactories: opts.extensionFactories ?? [],
     noSkills: opts.skills !== true,
-    noPromptTemplates: true,
+    ...(opts.promptTemplates ? { additionalPromptTemplatePaths: opts.promptTemplates } : { noPromptTemplates: true }),
     noThemes: true,
     noContextFiles: true,
   });
