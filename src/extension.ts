@@ -38,6 +38,7 @@ import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { installLine, installTrust, type InstallTrust } from "./policy/install-trust.ts";
 import { defaultTmpRootPath } from "./state/locations.ts";
+import { createUserProvenanceBook } from "./tools/user-provenance.ts";
 
 /** The real path of this copy of the package (src/..), or the path itself when it cannot be resolved. */
 function packageRoot(): string {
@@ -175,7 +176,17 @@ export default function autoMode(pi: ExtensionAPI): void {
   const customEntries = (ctx: ExtensionContext) =>
     ctx.sessionManager.getBranch().flatMap((e) => (e.type === "custom" ? [{ customType: e.customType, data: e.data }] : []));
 
+  // Who wrote each user message: the user typed it, or an extension sent it (P10).
+  const provenance = createUserProvenanceBook();
+  pi.on("input", (event) => {
+    provenance.input(event);
+  });
+  pi.on("message_start", (event) => {
+    if (event.message.role === "user") provenance.userMessage(event.message);
+  });
+
   pi.on("session_start", async (event, ctx) => {
+    provenance.clearPending();
     const entries = customEntries(ctx);
     const mode = restoredMode(event.reason, entries);
     runtime.setRequested(mode);
@@ -275,6 +286,7 @@ export default function autoMode(pi: ExtensionAPI): void {
       service: reviews,
       ledger,
       checks,
+      provenanceOf: provenance.provenanceOf,
       record: (r) => {
         pi.appendEntry(review.REVIEW_ENTRY_TYPE, r);
         audit?.review(r, lastCtx?.cwd ?? process.cwd());

@@ -2,9 +2,30 @@
 // results, in order. Assistant prose, thinking, compaction summaries and extension messages are
 // dropped here, at the door (P10): what is not in this list cannot reach the reviewer.
 // Structural types only, so this module does not depend on Pi.
+//
+// A message Pi stores with role user is not always the user's words: another extension's
+// pi.sendUserMessage (also queued as a steer or follow-up) is stored as one, and so is a prompt
+// template's body (`/name args` is stored already expanded). Who wrote each one is recorded at
+// the edge from Pi's input event, which fires before any expansion with the raw text and its
+// source, and handed here as data (UserProvenanceOf). Only a message the edge saw the user type
+// becomes a `user` item, and its text is what the user typed, never what it expanded to. An
+// extension's message, and one with no record (from before this process: a resumed session, whose
+// stored entries do not say who wrote them), is a `not-typed` item: it gives no intent.
+
+/** Who wrote a user message, as the edge recorded it from Pi's input event. */
+export type UserProvenance =
+  /** Typed by the user (interactive or RPC): `typed` is the text as typed, before any template or skill expansion. */
+  | { readonly by: "user"; readonly typed: string }
+  /** Sent by an extension (pi.sendUserMessage, as a prompt, a steer or a follow-up). */
+  | { readonly by: "extension" };
+
+/** The provenance of a stored user message (the entry's message object), or undefined when none was recorded. */
+export type UserProvenanceOf = (message: object) => UserProvenance | undefined;
 
 export type TranscriptItem =
   | { readonly kind: "user"; readonly text: string }
+  /** A user message the user did not type: it stays out of intent. */
+  | { readonly kind: "not-typed"; readonly by: "extension" | "unrecorded" }
   | { readonly kind: "tool-call"; readonly id: string; readonly name: string; readonly args: unknown }
   | { readonly kind: "tool-result"; readonly id: string; readonly name: string; readonly text: string; readonly isError: boolean };
 
@@ -66,14 +87,32 @@ export function userAuthoredText(text: string): string {
   return rest === "" ? marks.join(" ") : `${marks.join(" ")}\n\n${rest}`;
 }
 
-/** Entries of the active branch (ctx.sessionManager.getBranch()), oldest first. */
-export function transcriptFromEntries(entries: readonly EntryLike[]): TranscriptItem[] {
+/**
+ * A user message as the reviewer sees it: what the user typed (file blocks of `pi @file` marked),
+ * and, when Pi expanded a typed `/name args` into something else (a template's body, a skill's
+ * file), a marker saying so, never the expansion.
+ */
+function typedItem(typed: string, stored: string): TranscriptItem {
+  const text = userAuthoredText(typed);
+  if (stored === typed || !typed.startsWith("/")) return { kind: "user", text };
+  return { kind: "user", text: `[the user ran this command; the text Pi expanded it to is not the user's words]\n\n${text}` };
+}
+
+/**
+ * Entries of the active branch (ctx.sessionManager.getBranch()), oldest first. `provenanceOf`
+ * says who wrote each user message (see the top of this file): only those the user typed give a
+ * `user` item.
+ */
+export function transcriptFromEntries(entries: readonly EntryLike[], provenanceOf: UserProvenanceOf): TranscriptItem[] {
   const out: TranscriptItem[] = [];
   for (const e of entries) {
     if (e.type !== "message" || typeof e.message !== "object" || e.message === null) continue;
     const m = e.message as { role?: unknown; content?: unknown; toolCallId?: unknown; toolName?: unknown; isError?: unknown };
-    if (m.role === "user") out.push({ kind: "user", text: userAuthoredText(partsText(m.content)) });
-    else if (m.role === "assistant" && Array.isArray(m.content)) {
+    if (m.role === "user") {
+      const p = provenanceOf(e.message);
+      if (p?.by === "user") out.push(typedItem(p.typed, partsText(m.content)));
+      else out.push({ kind: "not-typed", by: p?.by === "extension" ? "extension" : "unrecorded" });
+    } else if (m.role === "assistant" && Array.isArray(m.content)) {
       // Only the structured calls: the assistant's text and thinking never leave (P10).
       for (const c of m.content as unknown[]) {
         const call = c as { type?: unknown; id?: unknown; name?: unknown; arguments?: unknown };

@@ -15,7 +15,7 @@ import { redact } from "../request/redact.ts";
 import { PROMPT_SHA256 } from "../review/prompt.ts";
 import type { EngineLimits } from "../review/engine.ts";
 import type { ReviewService } from "../review/service.ts";
-import { transcriptFromEntries } from "../review/transcript.ts";
+import { transcriptFromEntries, type UserProvenanceOf } from "../review/transcript.ts";
 import {
   type ClassifierJudgement,
   engineOf,
@@ -86,6 +86,8 @@ export interface ReviewHookDeps {
   readonly record: (r: ReviewRecord) => void;
   /** Shows the review while it runs and its outcome (the TUI's check widget). */
   readonly checks?: CheckWidget;
+  /** Who wrote each user message (user-provenance.ts): only what the user typed is intent (P10). */
+  readonly provenanceOf: UserProvenanceOf;
 }
 
 export function createReviewHook(deps: ReviewHookDeps): ReviewHook {
@@ -116,7 +118,7 @@ export function createReviewHook(deps: ReviewHookDeps): ReviewHook {
         parentToolCallId: event.parentToolCallId,
         request,
         decision,
-        transcript: transcriptFromEntries(ctx.sessionManager.getBranch()),
+        transcript: transcriptFromEntries(ctx.sessionManager.getBranch(), deps.provenanceOf),
       },
       {
         service,

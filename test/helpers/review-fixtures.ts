@@ -12,6 +12,7 @@ import type { ActionForReview } from "../../src/review/input.ts";
 import type { ReviewerId } from "../../src/review/types.ts";
 import { after, before } from "node:test";
 import { loopbackModels, startLoopback, type Loopback } from "./openai-loopback.ts";
+import type { UserProvenanceOf } from "../../src/review/transcript.ts";
 
 export const VERDICT = {
   allow: '{"risk_level":"low","user_authorization":"high","outcome":"allow","rationale":"The user asked for exactly this."}',
@@ -106,3 +107,15 @@ export function useLoopbackRegistry(): { lb: Loopback; reg: Registry } {
   });
   return env;
 }
+
+/** For tests of stored entries: every user message was typed by the user as Pi stored it (no expansion, no extension). */
+export const storedAsTyped: UserProvenanceOf = (message) => {
+  const content = (message as { content?: unknown }).content;
+  const typed =
+    typeof content === "string"
+      ? content
+      : Array.isArray(content)
+        ? content.map((c: { text?: unknown }) => (typeof c.text === "string" ? c.text : "")).join("")
+        : "";
+  return { by: "user", typed };
+};

@@ -17,7 +17,7 @@ import { createMemoryGlobalState } from "../../src/state/global.ts";
 import { createRuntimeState } from "../../src/state/runtime-state.ts";
 import { createReviewHook, type ReviewRecord } from "../../src/tools/review-call.ts";
 import { createToolCallGate } from "../../src/tools/tool-call-gate.ts";
-import { fauxRegistry, JUDGE, request, VERDICT } from "../helpers/review-fixtures.ts";
+import { fauxRegistry, JUDGE, request, storedAsTyped, VERDICT } from "../helpers/review-fixtures.ts";
 import { piReviewerModels } from "../../src/tools/reviewer-models.ts";
 
 async function setup(opts: { backend?: () => Backend } = {}) {
@@ -33,7 +33,7 @@ async function setup(opts: { backend?: () => Backend } = {}) {
     runtime,
     agentDir: () => agentDir,
     record: () => {},
-    review: createReviewHook({ runtime, service, ledger, record: (r) => records.push(r) }),
+    review: createReviewHook({ runtime, service, ledger, record: (r) => records.push(r), provenanceOf: storedAsTyped }),
   });
   const ctx = {
     cwd,

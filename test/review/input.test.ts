@@ -10,7 +10,7 @@ import { runReview } from "../../src/review/engine.ts";
 import { buildReviewInput, INPUT_BOUNDS } from "../../src/review/input.ts";
 import { INPUT_PREFACE, REVIEWER_SYSTEM_PROMPT, SCHEMA_REMINDER } from "../../src/review/prompt.ts";
 import { transcriptFromEntries, type TranscriptItem } from "../../src/review/transcript.ts";
-import { action, fauxRegistry, JUDGE } from "../helpers/review-fixtures.ts";
+import { action, fauxRegistry, JUDGE, storedAsTyped } from "../helpers/review-fixtures.ts";
 import { piReviewerModels } from "../../src/tools/reviewer-models.ts";
 
 function doc(user: string): Record<string, unknown> {
@@ -72,7 +72,7 @@ describe("P10: what the reviewer sees", () => {
       { type: "compaction", summary: "SUMMARY-PROSE" },
       { type: "custom_message", message: { role: "custom", content: "EXTENSION-PROSE" } },
     ];
-    const t = transcriptFromEntries(entries);
+    const t = transcriptFromEntries(entries, storedAsTyped);
     const r = built(action("bash", { command: "rm -rf build/cache" }), t);
     for (const s of ["THINKING-PROSE", "ASSISTANT-PROSE", "SUMMARY-PROSE", "EXTENSION-PROSE"]) assert.equal(r.user.includes(s), false, `${s} leaked`);
     const ev = doc(r.user).evidence as { notice: string; items: Array<Record<string, unknown>> };
