@@ -132,18 +132,54 @@ export function createPidsCgroup(max: number): PidsCgroup | undefined {
   }
 }
 
-/** Remove the cgroup; rejects when processes are still in it after a short wait (a process just killed leaves it when it is reaped). */
-export async function removePidsCgroup(cg: PidsCgroup): Promise<void> {
-  for (let attempt = 0; ; attempt++) {
+/** How long removePidsCgroup waits for the cgroup to empty, and after how long it kills what is left in it. */
+const REMOVE_WAIT_MS = 10_000;
+const KILL_LEFTOVERS_AFTER_MS = 500;
+
+/**
+ * Remove the cgroup, when its sandboxes have ended. A process just killed leaves it only once it
+ * is reaped, and one that filled its memory limit can take seconds to give its pages back; after a
+ * short wait whatever is still in it (only this driver's sandboxes can be) is killed. Rejects when
+ * it is still busy after that.
+ */
+export async function removePidsCgroup(cg: PidsCgroup, waitMs: number = REMOVE_WAIT_MS): Promise<void> {
+  const started = performance.now();
+  let killed = false;
+  for (;;) {
     try {
       rmdirSync(cg.dir);
       return;
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code === "ENOENT") return;
-      // Busy while its last processes finish exiting (a forwarder's Node takes a while on a loaded machine).
-      if (code !== "EBUSY" || attempt >= 60) throw e;
+      const waited = performance.now() - started;
+      if (code !== "EBUSY" || waited >= waitMs) throw e;
+      if (!killed && waited >= KILL_LEFTOVERS_AFTER_MS) {
+        killed = true;
+        killMembers(cg.dir);
+      }
       await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
+/** SIGKILL every process the cgroup still holds (cgroup.procs lists them, v1 and v2 alike). */
+function killMembers(dir: string): void {
+  let pids: number[];
+  try {
+    pids = readFileSync(join(dir, "cgroup.procs"), "utf8")
+      .split("\n")
+      .filter((l) => /^\d+$/.test(l))
+      .map(Number);
+  } catch {
+    return;
+  }
+  for (const pid of pids) {
+    if (pid === process.pid) continue;
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // gone already
     }
   }
 }
