@@ -159,6 +159,11 @@ export function launchSandbox(spec: SpawnSpec): Launched {
   } finally {
     if (fd3 !== undefined) closeSync(fd3);
   }
+  // The host's end of the forwarder's fd: the forwarder exits when it closes (forwarder-main.ts). It
+  // closes as soon as the holder has exited, however it ended: a SIGKILL of the holder's group can
+  // catch the forwarder's bwrap mid-setup, which leaves the forwarder without a parent-death signal.
+  const forwarderLife = net && spec.network ? (child.stdio[spec.network.readyFd] as Socket | null) : null;
+  const releaseForwarder = () => forwarderLife?.destroy();
   let exit: { code: number | null; signal: NodeJS.Signals | null; error?: Error } | undefined;
   let onClose: (() => void) | undefined;
   let closed = false;
@@ -166,6 +171,7 @@ export function launchSandbox(spec: SpawnSpec): Launched {
     if (closed) return;
     closed = true;
     exit = { code, signal, ...(error ? { error } : {}) };
+    releaseForwarder();
     // The proxy never outlives its sandbox: every connection of the run ends with it.
     void net?.close();
     onClose?.();
@@ -176,6 +182,7 @@ export function launchSandbox(spec: SpawnSpec): Launched {
   // grace period only guards against a descendant that somehow kept a pipe.
   child.on("close", (code, signal) => close(code, signal));
   child.on("exit", (code, signal) => {
+    releaseForwarder();
     setTimeout(() => {
       if (closed) return;
       for (const s of child.stdio) s?.destroy();

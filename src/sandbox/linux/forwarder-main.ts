@@ -7,10 +7,14 @@
 // signal it, or use its unix socket; it only reaches its TCP port, as any proxy client would.
 //
 // argv: the proxy's socket path, the port. When it listens it writes "ready <pid>\n" on fd 7 (the
-// host hands the holder the pid, whose network namespace the sandbox joins) and closes it.
+// host hands the holder the pid, whose network namespace the sandbox joins) and keeps it open: fd 7
+// is its end of a socket pair whose other end only the host holds, and the host closes that end
+// when the holder has exited. The end of fd 7 is the end of the forwarder, whatever killed the
+// holder: the holder's own kill and bwrap's --die-with-parent are not enough (a SIGKILL of the
+// holder's process group while the forwarder's bwrap is still setting up leaves the forwarder,
+// already in a session of its own, without a parent-death signal: reparented to init).
 
-import { closeSync, writeSync } from "node:fs";
-import { connect, createServer, type Socket } from "node:net";
+import { connect, createServer, Socket } from "node:net";
 
 const [socketPath, portText] = process.argv.slice(2);
 const READY_FD = 7;
@@ -34,13 +38,20 @@ function pair(client: Socket): void {
   upstream.pipe(client);
 }
 
+// The host's end closed (or failed): the run is over, so is the forwarder.
+const life = new Socket({ fd: READY_FD, readable: true, writable: true });
+const gone = () => process.exit(0);
+life.on("end", gone);
+life.on("close", gone);
+life.on("error", gone);
+life.resume();
+
 const server = createServer({ noDelay: true }, pair);
 server.on("error", (e) => {
   process.stderr.write(`pi-auto-mode forwarder: ${e.message}\n`);
   process.exit(1);
 });
 server.listen({ host: "127.0.0.1", port, backlog: 256 }, () => {
-  writeSync(READY_FD, `ready ${process.pid}\n`);
-  closeSync(READY_FD);
+  life.write(`ready ${process.pid}\n`);
 });
-// The holder kills it when the command ends; bwrap's --die-with-parent if the holder goes first.
+// The holder kills it when the command ends; the host's end of fd 7 closing ends it on every path.
