@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { fauxAssistantMessage, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
 import { AuditStore, auditDir, type DailyRow } from "../../src/audit/store.ts";
 import type { CallRecord } from "../../src/grants/admit-call.ts";
+import { callRecord } from "./call-record.ts";
 import { type PiHarness, toolResults } from "./pi-session.ts";
 
 export const call = (name: string, args: Parameters<typeof fauxToolCall>[1]) => fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" });
@@ -37,15 +38,4 @@ export function auditBytes(agentDir: string): Buffer {
 }
 
 /** A decision as the gate hands it to the recorder: call `id` of `tool`, allowed as read-only unless `over` says otherwise. */
-export const record = (id: string, tool: string, over: Partial<CallRecord> = {}): CallRecord => ({
-  toolCallId: id,
-  parentToolCallId: undefined,
-  tool,
-  mode: "auto",
-  route: "allow",
-  reason: "read-only",
-  outcome: "allowed",
-  hash: undefined,
-  message: "",
-  ...over,
-});
+export const record = (id: string, tool: string, over: Partial<CallRecord> = {}): CallRecord => callRecord({ toolCallId: id, tool, ...over });

@@ -1,5 +1,6 @@
 // P11: secrets are redacted before anything leaves the process (audit entries, status text).
 
+import { callRecord } from "../helpers/call-record.ts";
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { decisionRecord } from "../../src/audit/decision-record.ts";
@@ -61,17 +62,7 @@ describe("P11: redaction", () => {
 
   test("decision records carry only redacted messages", () => {
     const r = decisionRecord(
-      {
-        toolCallId: "t1",
-        parentToolCallId: undefined,
-        tool: "bash",
-        mode: "auto",
-        route: "deny",
-        reason: "hard-deny",
-        outcome: "denied",
-        hash: "h",
-        message: "curl -H 'Authorization: Bearer abcdefghijklmnop123' x",
-      },
+      callRecord({ route: "deny", reason: "hard-deny", outcome: "denied", hash: "h", message: "curl -H 'Authorization: Bearer abcdefghijklmnop123' x" }),
       0,
     );
     assert.equal(r.message.includes("abcdefghijklmnop123"), false);

@@ -3,6 +3,7 @@
 // clears, and the lines say what the issue asks for (tool, target, reviewer, elapsed, Esc; route,
 // reason, rationale, tokens, duration).
 
+import { callRecord } from "../helpers/call-record.ts";
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import {
@@ -146,15 +147,7 @@ describe("the check widget's state", () => {
 
 describe("the check widget at Pi's edge", () => {
   const record = (over: Partial<DecisionRecord>): DecisionRecord => ({
-    toolCallId: "t1",
-    parentToolCallId: undefined,
-    tool: "bash",
-    mode: "auto",
-    route: "deny",
-    reason: "hard-deny",
-    outcome: "denied",
-    hash: undefined,
-    message: "rm recursively wipes /home/u",
+    ...callRecord({ route: "deny", reason: "hard-deny", outcome: "denied", message: "rm recursively wipes /home/u" }),
     at: 0,
     ...over,
   });
