@@ -16,7 +16,7 @@ import type { StageRun, StagedRoot } from "../stage.ts";
 import type { Change, EntryType, RootFacts, StagedFacts } from "./facts.ts";
 import { judgeGitDir, NOTHING_RECOVERABLE, type AfterPath, type GitJudgement, type Recoverable, type RepoLocation } from "./git-effects.ts";
 import { changedSince, identityAt, identityOf, type Identity } from "./identity.ts";
-import { lostBytes } from "./loss.ts";
+import { lostBytes } from "./retention.ts";
 import { gitConfigPaths } from "./git-config.ts";
 import type { EffectPolicy } from "./rules.ts";
 
