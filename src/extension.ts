@@ -25,7 +25,7 @@ import { undoBounds } from "./policy/config/load.ts";
 import { loadPolicyConfig } from "./policy/config/load.ts";
 import { followingGlobalState } from "./state/global.ts";
 import { createRuntimeState } from "./state/runtime-state.ts";
-import { MODE_ENTRY_TYPE, restoredMode, type ModeEntry } from "./state/session.ts";
+import { modeHandoff, restoredMode } from "./state/session.ts";
 import { createCallsInFlight } from "./grants/concurrent-calls.ts";
 import { showStatus } from "./ui/status.ts";
 import { createCheckWidget } from "./ui/check-widget.ts";
@@ -173,8 +173,8 @@ export default function autoMode(pi: ExtensionAPI): void {
   // The check above the editor: a review while it runs, then its outcome, or the last denial.
   const checks = createCheckWidget();
 
-  const customEntries = (ctx: ExtensionContext) =>
-    ctx.sessionManager.getBranch().flatMap((e) => (e.type === "custom" ? [{ customType: e.customType, data: e.data }] : []));
+  // The mode a reload hands from this instance to the next (state/session.ts).
+  const handoff = modeHandoff();
 
   // Who wrote each user message: the user typed it, or an extension sent it (P10).
   const provenance = createUserProvenanceBook();
@@ -187,13 +187,9 @@ export default function autoMode(pi: ExtensionAPI): void {
 
   pi.on("session_start", async (event, ctx) => {
     provenance.clearPending();
-    const entries = customEntries(ctx);
-    const mode = restoredMode(event.reason, entries);
-    runtime.setRequested(mode);
-    // A fresh runtime on an old session file must not inherit "unrestricted" on a later reload.
-    const last = [...entries].reverse().find((e) => e.customType === MODE_ENTRY_TYPE);
-    if (event.reason !== "reload" && last && (last.data as ModeEntry | undefined)?.mode !== "auto")
-      pi.appendEntry<ModeEntry>(MODE_ENTRY_TYPE, { mode: "auto" });
+    // Only what this runtime's previous instance handed over comes back, and only on a reload (P2).
+    const sessionId = ctx.sessionManager.getSessionId();
+    runtime.setRequested(restoredMode(event.reason, handoff.take(ctx.sessionManager), sessionId));
     await runtime.global.read();
     // What this session starts with needs no notice; a later change by another Pi gets one (at a tool call).
     runtime.acknowledgeGlobal();
@@ -248,6 +244,12 @@ export default function autoMode(pi: ExtensionAPI): void {
 
   // Lifecycle changes move the session revision, so nothing bound to the old one still matches.
   pi.on("session_shutdown", async (_e, ctx) => {
+    // The mode a reload of this runtime continues: handed over in the process, not read back from an entry.
+    try {
+      handoff.leave(ctx.sessionManager, { sessionId: ctx.sessionManager.getSessionId(), mode: runtime.session().requested });
+    } catch {
+      // A stale context: the next instance starts in auto.
+    }
     runtime.bump();
     reviews?.abortAll("the session is shutting down");
     ledger.clear();
@@ -262,11 +264,6 @@ export default function autoMode(pi: ExtensionAPI): void {
   pi.on("session_tree", (_e, ctx) => {
     runtime.bump();
     checks.clear(ctx);
-    // The branch now shown may end in another mode's entry (an `unrestricted` this runtime later
-    // left, or one of an older runtime): a reload would restore that. Record the mode this runtime
-    // is in on the new branch, so only it can come back (P2).
-    const requested = runtime.session().requested;
-    if (restoredMode("reload", customEntries(ctx)) !== requested) pi.appendEntry<ModeEntry>(MODE_ENTRY_TYPE, { mode: requested });
   });
 
   // The gate itself, built at the first tool call (its modules are most of the extension).

@@ -13,7 +13,7 @@ import {
   type EffectiveMode,
   type ModeInputs,
 } from "../../src/state/effective.ts";
-import { MODE_ENTRY_TYPE, restoredMode, type SessionStartReason } from "../../src/state/session.ts";
+import { modeHandoff, restoredMode, type SessionStartReason } from "../../src/state/session.ts";
 
 // enabled, config, requested, backend -> effective mode (the reviewer flag never changes the mode).
 // "fault": the user's auto-mode.json is invalid; "state-fault": the durable global state is damaged,
@@ -111,21 +111,28 @@ describe("P16: the status line shows the true effective state", () => {
 });
 
 describe("P2: unrestricted never carries into another runtime", () => {
-  const entries = [
-    { customType: MODE_ENTRY_TYPE, data: { mode: "unrestricted" } },
-    { customType: "other", data: { mode: "auto" } },
-  ];
+  const carried = { sessionId: "s1", mode: "unrestricted" as const };
   for (const reason of ["startup", "new", "resume", "fork"] as SessionStartReason[]) {
-    test(`${reason} starts in auto even after an unrestricted entry`, () => {
-      assert.equal(restoredMode(reason, entries), "auto");
+    test(`${reason} starts in auto even after an unrestricted runtime`, () => {
+      assert.equal(restoredMode(reason, carried, "s1"), "auto");
     });
   }
-  test("reload restores the last recorded mode of the same runtime", () => {
-    assert.equal(restoredMode("reload", entries), "unrestricted");
-    assert.equal(restoredMode("reload", [...entries, { customType: MODE_ENTRY_TYPE, data: { mode: "auto" } }]), "auto");
+  test("reload restores what the same runtime's previous instance handed over, for the same session only", () => {
+    assert.equal(restoredMode("reload", carried, "s1"), "unrestricted");
+    assert.equal(restoredMode("reload", { sessionId: "s1", mode: "auto" }, "s1"), "auto");
+    assert.equal(restoredMode("reload", carried, "s2"), "auto", "another session's");
+    assert.equal(restoredMode("reload", undefined, "s1"), "auto", "nothing handed over");
   });
-  test("malformed entries are ignored", () => {
-    assert.equal(restoredMode("reload", [{ customType: MODE_ENTRY_TYPE, data: { mode: "root" } }]), "auto");
-    assert.equal(restoredMode("reload", [{ customType: MODE_ENTRY_TYPE, data: null }]), "auto");
+  test("the hand-off is taken once, per runtime object, and cannot be replaced", () => {
+    const h = modeHandoff();
+    const runtime = {};
+    h.leave(runtime, carried);
+    assert.equal(modeHandoff(), h, "a later load finds the same hand-off");
+    assert.equal(h.take({}), undefined, "another runtime's");
+    assert.deepEqual(h.take(runtime), carried);
+    assert.equal(h.take(runtime), undefined, "once");
+    assert.throws(() => {
+      (globalThis as Record<symbol, unknown>)[Symbol.for("pi-auto-mode:mode-handoff")] = { take: () => carried };
+    });
   });
 });
