@@ -83,6 +83,10 @@ export default function autoMode(pi: ExtensionAPI): void {
   let reviews: ReviewService | undefined;
   const ledger = createUsageLedger();
   let reviewHook: ReviewHook | undefined;
+  // The broker's reviews: a service of their own, so another extension's denied requests never
+  // pause the agent's reviews (its breaker) and the agent's never pause the broker's.
+  let brokerReviews: ReviewService | undefined;
+  let brokerHook: ReviewHook | undefined;
   let heldReviewer: typeof HeldEffectsReviewer | undefined;
   // Content-free telemetry on Pi's event bus (README "Telemetry events"); a listener never affects a decision.
   const emit: Emit = (channel, data) => pi.events.emit(channel, data);
@@ -230,6 +234,7 @@ export default function autoMode(pi: ExtensionAPI): void {
   // A new user turn: the per-turn breaker starts closed again (P13); nothing of the last run still runs.
   pi.on("agent_start", (_e, ctx) => {
     reviews?.newTurn();
+    brokerReviews?.newTurn();
     inFlight.clear();
     // The user's new prompt: the last run's check is history (its entry stays in the session).
     checks.clear(ctx);
@@ -252,6 +257,7 @@ export default function autoMode(pi: ExtensionAPI): void {
     }
     runtime.bump();
     reviews?.abortAll("the session is shutting down");
+    brokerReviews?.abortAll("the session is shutting down");
     ledger.clear();
     inFlight.clear();
     checks.clear(ctx);
@@ -278,18 +284,22 @@ export default function autoMode(pi: ExtensionAPI): void {
     audit ??= createAuditRecorder({ agentDir: getAgentDir, home: homedir(), warn: auditWarning });
     reviews ??= createReviewService({ onAttempt: (a) => emitSafely(emit, "auto-mode:review_attempt", () => reviewAttemptEvent(a)) });
     heldReviewer = review.heldEffectsReviewer;
-    reviewHook = review.createReviewHook({
-      runtime,
-      service: reviews,
-      ledger,
-      checks,
-      provenanceOf: provenance.provenanceOf,
-      record: (r) => {
-        pi.appendEntry(review.REVIEW_ENTRY_TYPE, r);
-        audit?.review(r, lastCtx?.cwd ?? process.cwd());
-        emitSafely(emit, "auto-mode:review_complete", () => reviewCompleteEvent(r));
-      },
-    });
+    const hookFor = (service: ReviewService) =>
+      review.createReviewHook({
+        runtime,
+        service,
+        ledger,
+        checks,
+        provenanceOf: provenance.provenanceOf,
+        record: (r) => {
+          pi.appendEntry(review.REVIEW_ENTRY_TYPE, r);
+          audit?.review(r, lastCtx?.cwd ?? process.cwd());
+          emitSafely(emit, "auto-mode:review_complete", () => reviewCompleteEvent(r));
+        },
+      });
+    reviewHook = hookFor(reviews);
+    brokerReviews ??= createReviewService({ onAttempt: (a) => emitSafely(emit, "auto-mode:review_attempt", () => reviewAttemptEvent(a)) });
+    brokerHook = hookFor(brokerReviews);
     return createToolCallGate({
       runtime,
       agentDir: getAgentDir,
@@ -334,20 +344,20 @@ export default function autoMode(pi: ExtensionAPI): void {
     return denials.gate(await handle(event, ctx));
   });
 
-  // Other extensions ask about their own boundaries through the same layers (P14).
+  // Other extensions ask about their own boundaries through the same layers (P14). The user's
+  // overrides are the agent's tool calls': the broker neither spends an approval the user gave a
+  // tool call nor lists its own denials among them; its grants are its own tokens.
   const broker = publishBroker({
     session: () => lastCtx,
     reviewHook: async () => {
       await (gate ??= buildGate());
-      return reviewHook;
+      return brokerHook;
     },
     admitDeps: {
       runtime,
       agentDir: getAgentDir,
       ready: () => sandbox.ready(),
       install,
-      overrides,
-      resetBreaker: () => reviews?.newTurn(),
       askerContains: true,
     },
     record: (r, judged) => {
@@ -356,7 +366,10 @@ export default function autoMode(pi: ExtensionAPI): void {
     },
   });
 
-  const abortReviews = (reason: string) => reviews?.abortAll(reason);
+  const abortReviews = (reason: string) => {
+    reviews?.abortAll(reason);
+    brokerReviews?.abortAll(reason);
+  };
   registerPermCommands(pi, {
     runtime,
     refresh,

@@ -1,13 +1,14 @@
 // The boundary broker (P14): other extensions that own a boundary of their own (a sandbox
 // adapter, a network proxy, an MCP gateway) ask auto mode about an action at that boundary and
-// get the same answer a tool call would: the same deterministic layers, the same reviewer, the
-// same overrides. A decision can carry a grant token the asker later redeems, once, for exactly
+// get the same answer a tool call would: the same deterministic layers, the same reviewer. The
+// user's overrides are not the broker's: an approval is for the agent's exact retry, so the
+// broker's gate has none, and its reviews count on a breaker of their own. A decision can carry a grant token the asker later redeems, once, for exactly
 // the request it was given for. Pi-free: the extension publishes it on globalThis.
 
 import { createHash, randomBytes } from "node:crypto";
 import { canonicalJson } from "../request/canonical-json.ts";
 import { redact } from "../request/redact.ts";
-import type { Approver, CallEnv, CallRecord, GateCall, GateOutcome, JudgedCall } from "./admit-call.ts";
+import type { CallEnv, CallRecord, GateCall, GateOutcome, JudgedCall } from "./admit-call.ts";
 
 export const BROKER_SYMBOL: unique symbol = Symbol.for("pi-auto-mode:boundary-broker") as never;
 
@@ -32,8 +33,8 @@ export interface BrokerOptions {
   readonly issueGrant?: boolean;
 }
 
-/** Who allowed it: the rules alone, a reviewer, or the user in a reviewer's place. */
-export type Provenance = "deterministic" | "reviewer" | "human-approval" | "break-glass";
+/** Who allowed it: the rules alone, or a reviewer (a user's approval is the agent's tool call's, never the broker's). */
+export type Provenance = "deterministic" | "reviewer";
 
 export type BrokerDecision =
   | {
@@ -134,6 +135,8 @@ export function createBroker(deps: BrokerDeps): BoundaryBroker {
       }
       const reason = record?.reason ?? "gate-error";
       if (outcome.kind === "deny") return deny(reason, outcome.text);
+      // Admitted on a user's grant: the broker's gate was given the tool calls' overrides, which it must never spend.
+      if (record?.approvedBy !== undefined) return deny("gate-error", "auto mode's broker was wired to the user's approvals of tool calls");
       const provenance = provenanceOf(record);
       const decision: BrokerDecision = { kind: "allow", run: outcome.kind === "run-sandboxed" ? "contained" : "direct", provenance, reason };
       if (!options.issueGrant) return decision;
@@ -152,9 +155,6 @@ export function createBroker(deps: BrokerDeps): BoundaryBroker {
 }
 
 function provenanceOf(r: CallRecord | undefined): Provenance {
-  const by: Approver | undefined = r?.approvedBy;
-  if (by === "user") return "human-approval";
-  if (by === "break-glass") return "break-glass";
   return r?.route === "review" ? "reviewer" : "deterministic";
 }
 

@@ -14,8 +14,14 @@ const SYMBOL = Symbol.for("pi-auto-mode:boundary-broker");
 export interface BrokerLinkDeps {
   /** The context of the session running now; undefined before one starts and after it ends. */
   readonly session: () => ExtensionContext | undefined;
+  /** The broker's own review hook: its reviews count on a breaker of their own, not the agent's. */
   readonly reviewHook: () => Promise<ReviewHook | undefined>;
-  readonly admitDeps: AdmitDeps;
+  /**
+   * The gate's state, without the user's overrides: those are the agent's tool calls' (P14). The
+   * broker never spends an approval the user gave a tool call, and its denials are not listed as
+   * ones the user could approve; its grants are its own tokens.
+   */
+  readonly admitDeps: Omit<AdmitDeps, "overrides" | "resetBreaker">;
   /** `judged`: what the gate judged the call's paths with, by reference, for the audit (never stored). */
   readonly record: (r: DecisionRecord, judged?: JudgedCall) => void;
 }
@@ -25,7 +31,9 @@ export function publishBroker(deps: BrokerLinkDeps): BoundaryBroker {
   let loaded: BoundaryBroker | undefined;
   const load = async (): Promise<BoundaryBroker> => {
     const [{ createBroker }, { createCallGate }] = await Promise.all([import("../grants/broker.ts"), import("../grants/admit-call.ts")]);
-    const admit = createCallGate(deps.admitDeps);
+    // Dropped here too, so no wiring can hand the broker the tool calls' overrides.
+    const { overrides: _o, resetBreaker: _r, ...admitDeps } = deps.admitDeps as AdmitDeps;
+    const admit = createCallGate(admitDeps);
     const hook = await deps.reviewHook();
     loaded = createBroker({
       admit,
