@@ -39,6 +39,7 @@ import { fileURLToPath } from "node:url";
 import { installLine, installTrust, type InstallTrust } from "./policy/install-trust.ts";
 import { defaultTmpRootPath } from "./state/locations.ts";
 import { createUserProvenanceBook } from "./tools/user-provenance.ts";
+import { commandOrigins } from "./tools/command-origin.ts";
 
 /** The real path of this copy of the package (src/..), or the path itself when it cannot be resolved. */
 function packageRoot(): string {
@@ -366,6 +367,8 @@ export default function autoMode(pi: ExtensionAPI): void {
     },
   });
 
+  // Where each slash command came from: only what the user typed loosens anything (commands/authority.ts).
+  const origin = commandOrigins();
   const abortReviews = (reason: string) => {
     reviews?.abortAll(reason);
     brokerReviews?.abortAll(reason);
@@ -373,6 +376,7 @@ export default function autoMode(pi: ExtensionAPI): void {
   registerPermCommands(pi, {
     runtime,
     refresh,
+    origin,
     onModeChange: abortReviews,
     status: {
       backendReason,
@@ -392,10 +396,11 @@ export default function autoMode(pi: ExtensionAPI): void {
     runtime.acknowledgeGlobal();
     abortReviews(reason);
   };
-  registerReviewerCommand(pi, { runtime, refresh, onModeChange: abortReviews, onReviewerChange: reviewerChanged });
+  registerReviewerCommand(pi, { runtime, refresh, origin, onModeChange: abortReviews, onReviewerChange: reviewerChanged });
   registerUndoCommand(pi);
   registerOverrideCommands(pi, {
     overrides,
+    origin,
     sessionId: (ctx) => ctx.sessionManager.getSessionId(),
     breakGlassOff: (ctx) => {
       const config = loadPolicyConfig({ agentDir: getAgentDir(), cwd: ctx.cwd, home: homedir() });

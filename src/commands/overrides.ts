@@ -1,6 +1,6 @@
 // The user's overrides (P14): /perm-denials lists this session's denials a human may override,
-// /perm-approve [N] approves one exact retry of one of them. Only the user can run a command (a
-// model's text never is one), so only the user can create a grant.
+// /perm-approve [N] approves one exact retry of one of them. A model's text is never a command,
+// and a command another extension sends is refused (authority.ts): only the user creates a grant.
 
 import type { ExtensionAPI, ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
 import {
@@ -12,6 +12,8 @@ import {
   type Overrides,
   type RecentDenial,
 } from "../grants/overrides.ts";
+import { escapeHidden } from "../grants/action-view.ts";
+import { type CommandOrigin, mayLoosen } from "./authority.ts";
 
 export const GRANT_ENTRY_TYPE = "pi-auto-mode/grant";
 /** /perm-denials' list, kept in the session for the user (a custom entry: never sent to the model). */
@@ -51,12 +53,22 @@ function clock(at: number): string {
   return new Date(at).toTimeString().slice(0, 8);
 }
 
-/** One line per denial: number, tool, target, why, when. */
+/** One line per denial: number, tool, target (and what the line leaves out), why, when. */
 export function denialLines(list: readonly RecentDenial[]): string[] {
   return list.map(
     (d, i) =>
-      `${i + 1}. ${d.target}${d.escalation ? " (outside the sandbox)" : ""} — ${REASON_WORDS[d.reason]}${d.risk ? ` (${d.risk} risk)` : ""} · ${clock(d.at)}`,
+      `${i + 1}. ${d.target}${d.note ? ` [${d.note}: /perm-approve ${i + 1} shows it all]` : ""}${d.escalation ? " (outside the sandbox)" : ""} — ${REASON_WORDS[d.reason]}${d.risk ? ` (${d.risk} risk)` : ""} · ${clock(d.at)}`,
   );
+}
+
+/** What an approval asks about: the whole action, and where it would run. */
+export function approvalText(d: RecentDenial): string {
+  const where = d.held
+    ? `Approving applies the changes this command left, as they were: ${escapeHidden(d.held.summary)}`
+    : d.escalation
+      ? "Approved, the retry runs once outside the sandbox, on this machine, as you."
+      : "Approved, the agent's exact retry runs once, where a reviewer's allow would run it.";
+  return [`Denied: ${REASON_WORDS[d.reason]}${d.risk ? ` (${d.risk} risk)` : ""}.`, ...d.action, where].join("\n");
 }
 
 function say(ctx: ExtensionCommandContext, text: string, level: "info" | "warning" | "error" = "info"): void {
@@ -78,6 +90,8 @@ export interface OverrideCommandDeps {
   readonly sessionId: (ctx: ExtensionCommandContext) => string;
   /** Why break glass is off here (the user's or the project's configuration, or a faulty one), if it is. */
   readonly breakGlassOff: (ctx: ExtensionCommandContext) => string | undefined;
+  /** Where the command running now came from: only a typed one approves (authority.ts). */
+  readonly origin: () => CommandOrigin;
 }
 
 export function registerOverrideCommands(pi: ExtensionAPI, deps: OverrideCommandDeps): void {
@@ -109,11 +123,12 @@ export function registerOverrideCommands(pi: ExtensionAPI, deps: OverrideCommand
       const list = deps.overrides.list(sessionId);
       let n: number;
       const arg = args.trim();
+      if (arg === "" && (list.length === 0 || !ctx.hasUI)) {
+        say(ctx, listText(ctx) ?? "No denials in this session that you could approve.");
+        return;
+      }
+      if (!(await mayLoosen(ctx, deps.origin(), `/perm-approve${arg ? ` ${arg}` : ""}`, "lets a call auto mode denied run once", say))) return;
       if (arg === "") {
-        if (list.length === 0 || !ctx.hasUI) {
-          say(ctx, listText(ctx) ?? "No denials in this session that you could approve.");
-          return;
-        }
         const lines = denialLines(list);
         const picked = await ctx.ui.select("Approve one exact retry of", lines);
         if (picked === undefined) return;
@@ -122,6 +137,22 @@ export function registerOverrideCommands(pi: ExtensionAPI, deps: OverrideCommand
       else {
         say(ctx, `"${arg}" is not a denial number. Usage: /perm-approve [N] (see /perm-denials)`, "error");
         return;
+      }
+      // The whole action first: in a dialog, or printed before it takes effect.
+      const shown = deps.overrides.list(sessionId)[n - 1];
+      if (shown) {
+        const text = approvalText(shown);
+        if (ctx.hasUI) {
+          if (!(await ctx.ui.confirm(`Approve once denial ${n}, exactly this?`, text))) {
+            say(ctx, "Nothing was approved.");
+            return;
+          }
+          // Newer denials are listed first: N may name another one after the dialog.
+          if (deps.overrides.list(sessionId)[n - 1]?.id !== shown.id) {
+            say(ctx, "Nothing was approved: the list of denials changed while you were asked; see /perm-denials.", "error");
+            return;
+          }
+        } else say(ctx, `Approving denial ${n}, exactly this:\n${text}`);
       }
       const approval = deps.overrides.approve(sessionId, n);
       if (approval.kind === "refused") {
@@ -139,6 +170,9 @@ export function registerOverrideCommands(pi: ExtensionAPI, deps: OverrideCommand
   pi.registerCommand("perm-break-glass", {
     description: "Override a reviewer's critical denial of the last five minutes, once, after typing a confirmation phrase",
     handler: async (args, ctx) => {
+      const arg0 = args.trim();
+      if (!(await mayLoosen(ctx, deps.origin(), `/perm-break-glass${arg0 ? ` ${arg0}` : ""}`, "lets a call the reviewer called critical run once", say)))
+        return;
       // Typing a phrase shown on the screen is the point: there is no headless break glass.
       if (!ctx.hasUI) {
         say(ctx, "Break glass needs Pi's interactive interface: it asks you to confirm and type a phrase.", "error");
@@ -170,13 +204,7 @@ export function registerOverrideCommands(pi: ExtensionAPI, deps: OverrideCommand
         return;
       }
       const { denial, phrase } = started.challenge;
-      const details = [
-        `The reviewer rated this critical: ${denial.rationale}`,
-        `Tool: ${denial.tool}`,
-        `Working directory: ${denial.cwd}`,
-        `Target: ${denial.target}`,
-        `Request fingerprint: ${denial.hash.slice(0, 12)}`,
-      ].join("\n");
+      const details = [`The reviewer rated this critical: ${escapeHidden(denial.rationale)}`, approvalText(denial)].join("\n");
       if (!(await ctx.ui.confirm("Break glass: run what the reviewer called critical, once?", details))) {
         deps.overrides.breakGlass(started.challenge, undefined);
         say(ctx, "Nothing was approved.");

@@ -1,5 +1,6 @@
-// The user's commands. Only the user can run them (a model's text is never a command), and no
-// tool call can reach them: the settings they change are out of the model's reach (P10).
+// The user's commands. A model's text is never a command and no tool call can reach them, but
+// another extension can send one (pi.sendUserMessage): those that loosen anything act only on
+// what the user typed (authority.ts); those that tighten or show run for anyone (P10).
 // They stay usable while auto mode is off and while its global state is at fault; the global
 // ones are the explicit acts that may repair a fault (P12).
 
@@ -11,6 +12,7 @@ import type { CommitResult, GlobalRead, GlobalSnapshot, StateFault } from "../st
 import { defaultTmpRootPath } from "../state/locations.ts";
 import type { RuntimeState } from "../state/runtime-state.ts";
 import { MODE_ENTRY_TYPE, type ModeEntry } from "../state/session.ts";
+import { type CommandOrigin, mayLoosen } from "./authority.ts";
 
 export interface CommandDeps {
   readonly runtime: RuntimeState;
@@ -20,6 +22,8 @@ export interface CommandDeps {
   readonly onModeChange?: (reason: string) => void;
   /** What `/perm` shows before its picker; without it only the mode is shown. */
   readonly status?: StatusSource;
+  /** Where the command running now came from: only a typed one loosens anything (authority.ts). */
+  readonly origin: () => CommandOrigin;
 }
 
 /** The facts the status view needs from the rest of the extension. */
@@ -56,6 +60,12 @@ const NO_REVIEWER_MEANS =
 function hasReviewer(deps: CommandDeps): boolean {
   const g = deps.runtime.global.peek();
   return g.kind !== "fault" && g.snapshot.reviewer !== undefined;
+}
+
+/** The mode change a command asks for, if the user may make it from where the command came. */
+export async function requestMode(pi: ExtensionAPI, deps: CommandDeps, ctx: ExtensionCommandContext, mode: RequestedMode, command: string): Promise<void> {
+  if (mode === "unrestricted" && !(await mayLoosen(ctx, deps.origin(), command, "turns auto mode's checks off for this runtime", say))) return;
+  setMode(pi, deps, ctx, mode);
 }
 
 export function setMode(pi: ExtensionAPI, deps: CommandDeps, ctx: ExtensionCommandContext, mode: RequestedMode): void {
@@ -157,7 +167,7 @@ export function registerPermCommands(pi: ExtensionAPI, deps: CommandDeps): void 
         const options = MODES.map((m) => choice(m, current, reviewer));
         const picked = await ctx.ui.select("Permission mode for this runtime", options);
         const mode = MODES.find((m) => picked === choice(m, current, reviewer));
-        if (mode) setMode(pi, deps, ctx, mode);
+        if (mode) await requestMode(pi, deps, ctx, mode, "/perm");
         return;
       }
       if (arg !== "auto" && arg !== "unrestricted") {
@@ -165,7 +175,7 @@ export function registerPermCommands(pi: ExtensionAPI, deps: CommandDeps): void 
         return;
       }
       await global().read();
-      setMode(pi, deps, ctx, arg);
+      await requestMode(pi, deps, ctx, arg, `/perm ${arg}`);
     },
   });
 
@@ -181,6 +191,7 @@ export function registerPermCommands(pi: ExtensionAPI, deps: CommandDeps): void 
         say(ctx, `Usage: /perm-enabled on | off (${describeRead(r, global().location)})`, level);
         return;
       }
+      if (arg === "off" && !(await mayLoosen(ctx, deps.origin(), "/perm-enabled off", "turns auto mode off for every Pi of this user", say))) return;
       const result = await global().setEnabled(arg === "on");
       // This session says so now; every other running session is told at its next tool call.
       deps.runtime.acknowledgeGlobal();
@@ -201,6 +212,8 @@ export function registerPermCommands(pi: ExtensionAPI, deps: CommandDeps): void 
   pi.registerCommand("perm-repair", {
     description: "Repair auto mode's damaged global state, keeping the surviving settings",
     handler: async (_args, ctx) => {
+      // A repaired state gates with what survived instead of denying: it loosens the fault's floor.
+      if (!(await mayLoosen(ctx, deps.origin(), "/perm-repair", "rewrites auto mode's global state, ending the denials a damaged state imposes", say))) return;
       const result = await global().repair();
       deps.runtime.acknowledgeGlobal();
       deps.refresh(ctx);

@@ -8,6 +8,7 @@ import { getSupportedThinkingLevels, type Api, type ClassifierApi, type Classifi
 import type { ExtensionAPI, ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
 import { engineOf, isThinkingLevel, type ReviewerId, type ThinkingLevel } from "../review/types.ts";
 import type { RuntimeState } from "../state/runtime-state.ts";
+import { mayLoosen } from "./authority.ts";
 import { commitMessage, setMode, type CommandDeps } from "./perm.ts";
 
 export const USAGE =
@@ -171,13 +172,16 @@ export function registerReviewerCommand(pi: ExtensionAPI, deps: ReviewerCommandD
     },
     handler: async (args, ctx) => {
       let wanted: { provider: string; model: string; thinking: string | undefined } | undefined;
+      if (args.trim() === "" && !ctx.hasUI) {
+        const r = await deps.runtime.global.read();
+        const current = r.kind === "fault" ? "unknown (global state is damaged)" : r.snapshot.reviewer ? reviewerName(r.snapshot.reviewer) : "none";
+        say(ctx, `${USAGE}\nCurrent reviewer: ${current}.`);
+        return;
+      }
+      // Any reviewer or engine change decides what is allowed from now on, for every Pi of this user.
+      const command = `/perm-auto-model${args.trim() === "" ? "" : ` ${args.trim()}`}`;
+      if (!(await mayLoosen(ctx, deps.origin(), command, "chooses the model that allows what needs review, for every Pi of this user", say))) return;
       if (args.trim() === "") {
-        if (!ctx.hasUI) {
-          const r = await deps.runtime.global.read();
-          const current = r.kind === "fault" ? "unknown (global state is damaged)" : r.snapshot.reviewer ? reviewerName(r.snapshot.reviewer) : "none";
-          say(ctx, `${USAGE}\nCurrent reviewer: ${current}.`);
-          return;
-        }
         wanted = await pick(ctx);
         if (!wanted) return;
       } else {

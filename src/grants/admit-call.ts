@@ -21,6 +21,7 @@ import type { EffectiveMode } from "../state/effective.ts";
 import { readEnabled } from "../state/global.ts";
 import { defaultTmpRoot, selfPaths } from "../state/locations.ts";
 import type { RuntimeState } from "../state/runtime-state.ts";
+import { shownAction } from "./action-view.ts";
 import { targetSummary, type ReviewAdmission } from "./admit.ts";
 import { callShape, type CallShape, type CallsInFlight } from "./concurrent-calls.ts";
 import { overridableFailure, type OverridableReason, type Overrides } from "./overrides.ts";
@@ -190,6 +191,7 @@ export function createCallGate(deps: AdmitDeps): (call: GateCall, env: CallEnv) 
         sessionId: env.sessionId,
         tool: call.toolName,
         target: targetSummary(result.request),
+        ...shownAction(result.request),
         escalation: step.escalation === true,
         hash: result.request.hash,
         toolCallId: call.toolCallId,

@@ -6,6 +6,7 @@ import { isSandboxed, type Decision } from "../policy/types.ts";
 import type { CanonicalRequest } from "../request/canonical.ts";
 import { redact } from "../request/redact.ts";
 import { clipHead } from "../review/budget.ts";
+import { escapeHidden } from "./action-view.ts";
 import { bindingChange, type BindingNow, type ReviewBinding } from "./binding.ts";
 import type { EngineLimits, ReviewerModels } from "../review/engine.ts";
 import { bindingDenialText, failureDenialText, verdictDenialText } from "../review/failure.ts";
@@ -99,12 +100,16 @@ export function actionForReview(call: ReviewCall): ActionForReview {
   };
 }
 
-/** A short, redacted name for what is being checked: the command, the path or the tool. */
+/**
+ * A short, redacted name for what is being checked: the command's first line, the path or the
+ * tool, hidden characters escaped (no ESC or CR reaches a terminal from it). A list that shows it
+ * says what it leaves out (action-view.ts compactNote); an approval shows the whole action.
+ */
 export function targetSummary(request: CanonicalRequest): string {
   const input = request.input as Record<string, unknown> | null;
   const command = request.tool === "bash" && typeof input?.command === "string" ? input.command.split("\n")[0]! : undefined;
   const what = command ?? request.paths[0]?.raw ?? "";
-  return clipHead(redact(`${request.tool}${what ? ` ${what}` : ""}`), 80);
+  return clipHead(escapeHidden(redact(`${request.tool}${what ? ` ${what}` : ""}`)), 80);
 }
 
 export function outcomeLine(r: ReviewResult): string {

@@ -19,12 +19,16 @@ export interface HeldChanges {
 
 export type DenialId = number & { readonly __brand: "DenialId" };
 
-/** One denial the user may approve; `target` is redacted and short. */
+/** One denial the user may approve; `target` is redacted, short and escaped, for a list. */
 export interface RecentDenial {
   readonly id: DenialId;
   readonly sessionId: string;
   readonly tool: string;
   readonly target: string;
+  /** What the one-line target leaves out ("2 lines, 1 hidden character"), if anything (grants/action-view.ts). */
+  readonly note?: string;
+  /** The whole action, every line, hidden characters escaped, with the hash: what an approval shows. */
+  readonly action: readonly string[];
   readonly reason: OverridableReason;
   /** The reviewer's risk level, when a reviewer judged it. */
   readonly risk: RiskLevel | undefined;

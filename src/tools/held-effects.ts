@@ -3,6 +3,7 @@
 // again. Pi edge: the session comes from the tool's context.
 
 import type { ExtensionToolContext } from "@earendil-works/pi-coding-agent";
+import { shownAction } from "../grants/action-view.ts";
 import { targetSummary } from "../grants/admit.ts";
 import type { Overrides } from "../grants/overrides.ts";
 import { buildRequest } from "../request/canonical.ts";
@@ -25,6 +26,7 @@ export function rememberHeld(
     sessionId,
     tool: "bash",
     target: targetSummary(built.request),
+    ...shownAction(built.request),
     reason: "held-effects",
     risk: undefined,
     escalation: false,

@@ -52,6 +52,7 @@ async function view(s: Setup = {}): Promise<string> {
   const deps: CommandDeps = {
     runtime,
     refresh: () => {},
+    origin: () => "typed",
     status: {
       backendReason: () => s.reason ?? "bubblewrap over a staged workspace, probe passed",
       config: (ctx) => loadPolicyConfig({ agentDir: d.agentDir, cwd: ctx.cwd, home: d.home }),
@@ -141,6 +142,7 @@ describe("the /perm status view", () => {
       {
         runtime,
         refresh: () => {},
+        origin: () => "typed",
         status: { backendReason: () => "", config: (ctx) => loadPolicyConfig({ agentDir: d.agentDir, cwd: ctx.cwd, home: d.home }), denials: () => 0 },
       },
       { cwd: d.ws, hasUI: true } as unknown as ExtensionCommandContext,

@@ -1,6 +1,7 @@
 // P14 in RPC mode through the real `pi` command line: a shell call denied for want of a reviewer,
-// `/perm-approve 1` sent as an RPC prompt, the agent's exact retry runs once (in the sandbox), and
-// the same call after that is denied again.
+// `/perm-approve 1` sent as an RPC prompt (the user's, as typed) and its dialog answered by the
+// client, the agent's exact retry runs once (in the sandbox), and the same call after that is
+// denied again.
 
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
@@ -50,7 +51,16 @@ describe("P14: /perm-approve in RPC mode with the real pi CLI", () => {
     const events: Event[] = [];
     await client.start();
     try {
-      client.onEvent((e) => events.push(e as Event));
+      // The RPC client is the user's interface: it answers the approval dialog, which shows the whole call.
+      const asked: string[] = [];
+      client.onEvent((e) => {
+        events.push(e as Event);
+        const r = e as unknown as { type: string; id?: string; method?: string; title?: string; message?: string };
+        if (r.type !== "extension_ui_request" || r.method !== "confirm") return;
+        asked.push(`${r.title}\n${r.message}`);
+        const stdin = (client as unknown as { process: { stdin: NodeJS.WritableStream } }).process.stdin;
+        stdin.write(`${JSON.stringify({ type: "extension_ui_response", id: r.id, confirmed: true })}\n`);
+      });
       const results = () => events.filter((e) => e.type === "tool_execution_end");
       // The nth run has settled (a /perm-approve prompt is handled, and the turn it starts is the run).
       const until = async (n: number) => {
@@ -61,6 +71,7 @@ describe("P14: /perm-approve in RPC mode with the real pi CLI", () => {
       assert.equal(results()[0]?.isError, true, "denied for want of a reviewer");
       await client.prompt("/perm-approve 1");
       await until(2);
+      assert.match(asked.join("\n"), /kill -0 \$\$ && echo alive/, "the dialog showed the call it approved");
       const text = (e: Event | undefined) => (e?.result?.content ?? []).map((c) => c.text ?? "").join("");
       assert.equal(results()[1]?.isError, false, `the approved retry ran: ${text(results()[1])}\n${client.getStderr()}`);
       assert.match(text(results()[1]), /alive/);

@@ -16,6 +16,7 @@ import {
   type GrantEntry,
   registerOverrideCommands,
 } from "../../src/commands/overrides.ts";
+import type { CommandOrigin } from "../../src/commands/authority.ts";
 import { createOverrides, type Overrides } from "../../src/grants/overrides.ts";
 import { loadPolicyConfig } from "../../src/policy/config/load.ts";
 import type { RequestHash } from "../../src/request/canonical.ts";
@@ -67,16 +68,83 @@ function critical(overrides: Overrides): void {
     hash: "ab".repeat(32) as RequestHash,
     toolCallId: "call-9",
     input: { command: "rm -rf ~/project" },
+    action: ["Tool: bash", "command (1 line, 9 characters):", "  1 │ kill -0 1"],
     rationale: "deletes the user's project",
     cwd: "/work",
   });
 }
 
-function setup(off?: string) {
+function setup(off?: string, origin: CommandOrigin = "typed") {
   const overrides = createOverrides();
   const f = fakePi();
-  registerOverrideCommands(f.pi, { overrides, sessionId: () => "s", breakGlassOff: () => off });
+  registerOverrideCommands(f.pi, { overrides, sessionId: () => "s", breakGlassOff: () => off, origin: () => origin });
   return { overrides, ...f };
+}
+
+function denied(overrides: Overrides): void {
+  overrides.remember({
+    sessionId: "s",
+    tool: "bash",
+    target: "bash kill -0 1",
+    reason: "no-reviewer",
+    risk: undefined,
+    escalation: false,
+    hash: "cd".repeat(32) as RequestHash,
+    toolCallId: "call-3",
+    input: { command: "kill -0 1" },
+    action: ["Tool: bash", "command (1 line, 9 characters):", "  1 │ kill -0 1"],
+  });
+}
+
+describe("issue 23: only a typed command approves", () => {
+  test("another extension's /perm-approve and /perm-break-glass are refused, and say why, without a dialog", async () => {
+    for (const cmd of ["perm-approve", "perm-break-glass"]) {
+      const s = setup(undefined, "extension");
+      denied(s.overrides);
+      critical(s.overrides);
+      const ui: Ui = { notes: [], confirm: true, typed: (title) => /Type (BREAK-GLASS [A-Z0-9]{6})/.exec(title)?.[1] };
+      await s.commands.get(cmd)!("1", ctxWith(ui));
+      assert.deepEqual(s.entries, [], cmd);
+      assert.match(ui.notes.join("\n"), /only on what you type yourself.*another extension/, cmd);
+    }
+  });
+
+  test("where auto mode cannot tell, only the user's answer in Pi's dialog approves; without a UI nothing does", async () => {
+    const no = setup(undefined, "unknown");
+    denied(no.overrides);
+    const declined: Ui = { notes: [], confirm: false, typed: () => undefined };
+    await no.commands.get("perm-approve")!("1", ctxWith(declined));
+    assert.deepEqual(no.entries, []);
+    assert.match(declined.notes.join("\n"), /could not tell that you typed/);
+    const headless = setup(undefined, "unknown");
+    denied(headless.overrides);
+    const out = await stdoutOf(() => headless.commands.get("perm-approve")!("1", ctxWith(undefined)));
+    assert.deepEqual(headless.entries, []);
+    assert.match(out, /could not tell that you typed/);
+    const yes = setup(undefined, "unknown");
+    denied(yes.overrides);
+    await yes.commands.get("perm-approve")!("1", ctxWith({ notes: [], confirm: true, typed: () => undefined }));
+    assert.equal((yes.entries[0]?.data as GrantEntry | undefined)?.kind, "human-approval", "the user answered in the dialog");
+  });
+
+  test("the list is open to every source", async () => {
+    const s = setup(undefined, "extension");
+    denied(s.overrides);
+    const out = await stdoutOf(() => s.commands.get("perm-approve")!("", ctxWith(undefined)));
+    assert.match(out, /1\. bash kill -0 1/);
+  });
+});
+
+async function stdoutOf(f: () => Promise<void>): Promise<string> {
+  const out: string[] = [];
+  const write = process.stdout.write.bind(process.stdout);
+  process.stdout.write = ((c: string | Uint8Array) => (out.push(String(c)), true)) as typeof process.stdout.write;
+  try {
+    await f();
+  } finally {
+    process.stdout.write = write;
+  }
+  return out.join("");
 }
 
 describe("P14: /perm-break-glass", () => {
@@ -120,6 +188,7 @@ describe("P14: /perm-break-glass", () => {
       hash: "cd".repeat(32) as RequestHash,
       toolCallId: "call-1",
       input: {},
+      action: ["Tool: bash", "command (1 line, 9 characters):", "  1 │ kill -0 1"],
     });
     const ui: Ui = { notes: [], confirm: true, typed: (t) => /Type (BREAK-GLASS \w+)/.exec(t)?.[1] };
     await s.commands.get("perm-break-glass")!("", ctxWith(ui));
@@ -141,6 +210,7 @@ describe("P14: /perm-denials and /perm-approve", () => {
       hash: "ef".repeat(32) as RequestHash,
       toolCallId: "call-2",
       input: {},
+      action: ["Tool: bash", "command (1 line, 9 characters):", "  1 │ kill -0 1"],
     });
     const ui: Ui = { notes: [], confirm: true, typed: () => undefined };
     await s.commands.get("perm-denials")!("", ctxWith(ui));

@@ -307,6 +307,7 @@ describe("P14: held staged effects", () => {
       hash: hash.request.hash,
       toolCallId: "call-h",
       input: REMOTE,
+      action: ["Tool: bash"],
       held: { summary: "s", apply: async () => ({ kind: "applied", applied: ++applied }) },
     });
     const a = w.overrides.approve("session-1", 1);
