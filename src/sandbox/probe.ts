@@ -106,7 +106,12 @@ export async function probeDriver(driver: SandboxDriver): Promise<ProbeResult> {
   }
   const direct = await probeOnce(driver, "direct");
   if (direct !== undefined) return { ok: false, ms: ms(), driver: driver.name, reason: direct, missing: [] };
-  return { ok: true, ms: ms(), driver: driver.name, notes: check.notes, staging };
+  // Unstaged, a command has no network: say why, rather than leave it "not probed".
+  const network: NetworkStatus = {
+    available: false,
+    reason: driver.networkCheck?.() ?? "the workspace is not staged, and a command that writes it in place has no network",
+  };
+  return { ok: true, ms: ms(), driver: driver.name, notes: check.notes, staging, network };
 }
 
 /** Run one probe script in the scratch workspace, and give back everything it took, whatever happened. */

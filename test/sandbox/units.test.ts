@@ -1,6 +1,6 @@
 // The sandbox's pure parts: the seccomp program (interpreted the way the kernel runs it), the
-// environment filter, the layout of protected paths, the bwrap command line, the macOS profile,
-// the placeholder registry, the limits, and backend selection.
+// environment filter, the layout of protected paths, the bwrap command line (the macOS profile:
+// macos-profile.test.ts), the placeholder registry, the limits, and backend selection.
 
 import { readProbeCache, writeProbeCache } from "../../src/sandbox/probe-cache.ts";
 import { probeWithCache } from "../../src/sandbox/probe.ts";
@@ -19,7 +19,6 @@ import { compareVersions } from "../../src/sandbox/linux/driver.ts";
 import { sandboxLimits } from "../../src/sandbox/linux/limits.ts";
 import { createPlaceholderPool, processStart, type Owner } from "../../src/sandbox/linux/placeholders.ts";
 import { AUDIT_ARCH, deniedSyscalls, interpret, SECCOMP_RESULTS, seccompArch, seccompProgram } from "../../src/sandbox/linux/seccomp.ts";
-import { sbplString, seatbeltProfile } from "../../src/sandbox/macos/profile.ts";
 import { startFailureReason } from "../../src/sandbox/probe.ts";
 import type { SandboxDriver } from "../../src/sandbox/types.ts";
 
@@ -289,31 +288,6 @@ describe("bwrap command line", () => {
     const tail = argv.slice(argv.indexOf("--") + 1);
     assert.deepEqual(tail, ["/bin/bash", "-c", withPrelude("echo hi", { processes: 100, dataBytes: 1024 * 1024, shmBytes: 4096 }, 4)]);
     assert.equal(tail[2], "ulimit -u 100 -d 1024 || exit 125; printf . >&4 && exec 4>&- || exit 125\necho hi");
-  });
-});
-
-describe("macOS profile (generated text only: untested on real hardware)", () => {
-  const f = fixture();
-  const layout = computeLayout({ places: f.places(), protectedGlobs: [], ownPaths: [] });
-  const profile = seatbeltProfile({ layout, protectedPaths: [...layout.readOnly, ...layout.missing] });
-  test("deny by default, no network, writes only below the roots and never below protected paths", () => {
-    assert.match(profile, /^\(version 1\)\n\(deny default\)/);
-    assert.match(profile, /\(deny network\*\)/);
-    assert.doesNotMatch(profile, /\(allow network/);
-    assert.ok(profile.includes(`(require-all (subpath ${sbplString(f.ws)}) `));
-    assert.ok(profile.includes(`(require-not (subpath ${sbplString(join(f.ws, ".git"))}))`));
-    assert.ok(profile.includes(`(require-not (subpath ${sbplString(join(f.ws, ".codex"))}))`));
-    assert.ok(profile.includes(`(subpath ${sbplString(f.tmp)})`));
-  });
-  test("secrets are neither readable nor writable; DNS over Mach is denied", () => {
-    assert.ok(profile.includes(`(subpath ${sbplString(join(f.home, ".ssh"))})`));
-    assert.ok(profile.includes(`(literal ${sbplString(join(f.home, ".netrc"))})`));
-    assert.match(profile, /\(deny file-read\* file-write\*/);
-    assert.match(profile, /com\.apple\.dnssd\.service/);
-  });
-  test("strings are escaped; control characters refused", () => {
-    assert.equal(sbplString('a"b\\c'), '"a\\"b\\\\c"');
-    assert.throws(() => sbplString("a\nb"));
   });
 });
 

@@ -14,6 +14,9 @@ import type { Prepared, RunRequest, SandboxDriver, StaticCheck } from "../types.
 import { seatbeltProfile } from "./profile.ts";
 
 export const SANDBOX_EXEC = "/usr/bin/sandbox-exec";
+/** Why a macOS command has no network: said by the probe, the controller's facts and doctor. */
+export const MAC_NO_NETWORK =
+  "macOS: the Seatbelt profile denies every network operation (macOS has no private loopback for the proxy's forwarder), so the sandbox.network allowlist is not used; a command that needs the network needs an approved escalation";
 const STARTED_FD = 4;
 
 export interface MacDriverOptions {
@@ -33,6 +36,7 @@ export function createMacDriver(opts: MacDriverOptions = {}): SandboxDriver {
     platform: "darwin",
     check,
     stagingCheck: () => ({ available: false, reason: "macOS has no copy-on-write mount auto mode can use" }),
+    networkCheck: () => MAC_NO_NETWORK,
     prepare(req: RunRequest): Prepared {
       const c = check();
       if (!c.ok) throw new Error(c.reason);
