@@ -440,7 +440,12 @@ export function doctorProblems(r: ReportFacts): DoctorProblem[] {
       `the OS sandbox is unavailable (${r.backend.why.replace(/^unavailable: /, "")}); auto mode denies every shell command until it is fixed`,
       fixes.length > 0 ? fixes.join("\n") : "fix what the probe reports above, then run pi-auto-mode doctor again",
     );
-  } else if (r.backend.name === "sandboxed-unstaged")
+  } else if (r.backend.name === "sandboxed-unstaged" && r.sandbox.probe?.driver === "sandbox-exec")
+    note(
+      "macOS: commands write the workspace in place (no staging) and have no network at all: the Seatbelt profile denies it, so the sandbox.network allowlist above is not used",
+      "nothing to install: a command that needs the network needs an approved escalation (require_escalated)",
+    );
+  else if (r.backend.name === "sandboxed-unstaged")
     note(
       "the workspace cannot be staged: commands write it in place, their effects are not judged, git writes need review, and commands have no network",
       apparmor

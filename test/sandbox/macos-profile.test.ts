@@ -8,6 +8,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, describe, test } from "node:test";
+import { doctorProblems } from "../../src/cli/doctor.ts";
 import { buildPlaces } from "../../src/policy/places.ts";
 import { createMacDriver } from "../../src/sandbox/macos/driver.ts";
 import { foldedRegex, KEPT_MACH_SERVICES, sbplString } from "../../src/sandbox/macos/profile.ts";
@@ -291,6 +292,27 @@ describe("macOS profile: terminals, services, set-id bits, quarantine, network",
     assert.ok(r.ok && r.network && !r.network.available, JSON.stringify(r));
     assert.equal(r.network.available ? "" : r.network.reason, f.driver.networkCheck?.());
   });
+});
+
+test("doctor on macOS says commands have no network and the allowlist is not used, without Linux's overlay advice", () => {
+  const facts = (driver: string) =>
+    ({
+      machine: { apparmorRestrictUserns: null, root: false, bwrap: null },
+      pi: { status: "installed", compatible: true },
+      extension: { status: "enabled", copies: [{ enabled: true, thisCopy: true }] },
+      install: { root: "/x", trust: "trusted" },
+      config: { status: "ok" },
+      state: { status: "ok" },
+      network: null,
+      reviewer: { valid: true, configured: true },
+      backend: { name: "sandboxed-unstaged", why: "..." },
+      sandbox: { probe: { ok: true, ms: 1, driver, reason: null }, missing: [], facts: [] },
+    }) as unknown as Parameters<typeof doctorProblems>[0];
+  const mac = doctorProblems(facts("sandbox-exec"));
+  assert.equal(mac.length, 1, JSON.stringify(mac));
+  assert.match(mac[0]!.what, /^macOS: .*no network at all.*sandbox\.network allowlist above is not used/);
+  assert.doesNotMatch(mac[0]!.fix, /overlay|kernel|unshare/);
+  assert.match(doctorProblems(facts("bubblewrap"))[0]!.fix, /overlay/, "Linux keeps its own advice");
 });
 
 test("strings are escaped; control characters refused", () => {
