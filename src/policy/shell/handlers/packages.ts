@@ -48,6 +48,12 @@ export function packageManager(tool: string): Handler {
     // `bun -e CODE`: inline JavaScript, judged as `node -e` is.
     if (tool === "bun" && inv.args.some((a) => a.value !== null && /^(-e|--eval|-p|--print)(=|$)/.test(a.value)))
       return interpreter({ ...inv, name: "node" }, an);
+    // Where the tool installs or writes (`npm install --prefix ~/.pi/agent/npm x`): Pi's installed
+    // packages and auto mode's own files are self-protected there as anywhere.
+    for (const dir of optionValues(inv.args, ["-C"], ["--prefix", "--dir", "--cwd", "--directory", "--modules-folder", "--global-folder"])) {
+      const f = judgeDirWrite(an, dir, `${tool} writes into`);
+      if (f.reason === "self-protection") return [f];
+    }
     const valueOpts = [
       "-C",
       "--prefix",
