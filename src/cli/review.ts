@@ -236,7 +236,15 @@ export async function reviewRequest(
       models: setup.models,
       signal: undefined,
       // Nothing else changes the settings during a CLI run: the binding is what was read.
-      bindingNow: async () => ({ hash: call.request.hash, reviewer: setup.reviewer, globalRevision: 0, sessionRevision: 0, backend: call.backend, auto: true }),
+      bindingNow: async () => ({
+        hash: call.request.hash,
+        reviewer: setup.reviewer,
+        endpoint: undefined,
+        globalRevision: 0,
+        sessionRevision: 0,
+        backend: call.backend,
+        auto: true,
+      }),
     },
   );
   const review = a.review;

@@ -144,6 +144,7 @@ export async function reviewAndAdmit(call: ReviewCall, env: AdmitEnv): Promise<R
   const binding: ReviewBinding = {
     hash: call.request.hash,
     reviewer,
+    endpoint: before.endpoint,
     globalRevision: before.globalRevision,
     sessionRevision: before.sessionRevision,
     backend: before.backend,

@@ -1,5 +1,7 @@
 // Binding (P8): a verdict holds only for the exact canonical action, the reviewer's engine, model
-// and thinking level, and the global, session and backend state it was given. The caller takes a
+// and thinking level, the endpoint Pi sends that model's requests to (its API and base URL as
+// Pi's model registry resolves them: models.json rewritten, or a provider registered again, moves
+// the reviewer somewhere else), and the global, session and backend state it was given. The caller takes a
 // binding before the review and checks it again right before the call is admitted; any
 // difference denies, so a mode flip (even auto -> unrestricted -> auto, which moves the session
 // revision), a reviewer change, a backend change or arguments mutated by another extension
@@ -12,6 +14,8 @@ export interface ReviewBinding {
   /** The canonical request hash (CanonicalRequest.hash). */
   readonly hash: string;
   readonly reviewer: ReviewerId;
+  /** Where the reviewer's requests go, as Pi resolves it (tools/reviewer-models.ts reviewerEndpoint). */
+  readonly endpoint: string | undefined;
   readonly globalRevision: number;
   readonly sessionRevision: number;
   readonly backend: Backend;
@@ -22,6 +26,8 @@ export interface BindingNow {
   /** Undefined when the call can no longer be canonicalized or no longer routes to review. */
   readonly hash: string | undefined;
   readonly reviewer: ReviewerId | undefined;
+  /** Where the reviewer's requests go now; undefined when no reviewer is set or it is not found. */
+  readonly endpoint: string | undefined;
   /** Undefined when global state is at fault. */
   readonly globalRevision: number | undefined;
   readonly sessionRevision: number;
@@ -37,6 +43,7 @@ export function bindingChange(b: ReviewBinding, now: BindingNow): string | undef
   if (now.sessionRevision !== b.sessionRevision) return "the permission mode";
   // The engine too: the same provider/model judged by the other engine is another reviewer.
   if (!sameReviewer(now.reviewer, b.reviewer)) return "the reviewer model";
+  if (now.endpoint !== b.endpoint) return "the reviewer's endpoint";
   if (now.globalRevision !== b.globalRevision) return "the auto-mode settings";
   if (now.backend !== b.backend) return "the sandbox backend";
   return undefined;

@@ -30,7 +30,7 @@ import {
   type Verdict,
 } from "../review/types.ts";
 import type { UsageLedger } from "../review/usage-ledger.ts";
-import { piReviewerModels } from "./reviewer-models.ts";
+import { piReviewerModels, reviewerEndpoint } from "./reviewer-models.ts";
 import { readEnabled, readRevision } from "../state/global.ts";
 import type { RuntimeState } from "../state/runtime-state.ts";
 import type { CheckWidget } from "../ui/check-widget.ts";
@@ -131,9 +131,11 @@ export function createReviewHook(deps: ReviewHookDeps): ReviewHook {
         bindingNow: async () => {
           const g = await deps.runtime.global.read();
           const now = rejudge();
+          const reviewer = g.kind === "fault" ? undefined : g.snapshot.reviewer;
           return {
             hash: now.decision.route === "review" ? now.request?.hash : undefined,
-            reviewer: g.kind === "fault" ? undefined : g.snapshot.reviewer,
+            reviewer,
+            endpoint: await reviewerEndpoint(ctx.modelRegistry, reviewer),
             globalRevision: readRevision(g),
             sessionRevision: deps.runtime.session().revision,
             backend: deps.runtime.backend(),

@@ -16,6 +16,7 @@ import {
   type ThinkingLevel,
 } from "@earendil-works/pi-ai";
 import type { ClassifierReply, ModelReply, ReviewerModel, ReviewerModels } from "../review/models.ts";
+import { engineOf, type ReviewerId } from "../review/types.ts";
 
 /** The part of Pi's ModelRegistry (ctx.modelRegistry) the reviewer uses. */
 export interface PiModelRegistry {
@@ -81,4 +82,27 @@ export function piReviewerModels(registry: PiModelRegistry): ReviewerModels {
       };
     },
   };
+}
+
+/**
+ * Where Pi sends the reviewer's requests, as its model registry resolves them now: the model's
+ * API and base URL, and a base URL its provider's credentials put in their place. A verdict binds
+ * to it (P8): models.json rewritten, or a provider registered again, while a review is pending
+ * moves the reviewer somewhere else. Undefined without a reviewer; "not found" when the registry
+ * no longer has the model.
+ */
+export async function reviewerEndpoint(registry: PiModelRegistry, reviewer: ReviewerId | undefined): Promise<string | undefined> {
+  if (!reviewer) return undefined;
+  const m =
+    engineOf(reviewer) === "classifier"
+      ? registry.findOfType?.("classifier", reviewer.provider, reviewer.model)
+      : registry.find(reviewer.provider, reviewer.model);
+  if (!m) return "not found";
+  let authBase: unknown;
+  try {
+    authBase = ((await registry.getProviderAuth(reviewer.provider)) as { auth?: { baseUrl?: unknown } } | undefined)?.auth?.baseUrl;
+  } catch {
+    // No credentials: the review itself fails; the endpoint is still the model's.
+  }
+  return JSON.stringify([m.api, m.baseUrl, typeof authBase === "string" ? authBase : null]);
 }

@@ -12,6 +12,8 @@ export type Step =
       readonly usage?: { prompt: number; completion: number };
       readonly chunkDelayMs?: number;
       readonly chunks?: number;
+      /** The answer starts only when this settles: the request is pending until then. */
+      readonly after?: Promise<unknown>;
     }
   | { readonly kind: "status"; readonly status: number; readonly headers?: Readonly<Record<string, string>>; readonly body?: string }
   | { readonly kind: "reset" }
@@ -38,6 +40,7 @@ function chunk(id: string, delta: Record<string, unknown>, finish: string | null
 }
 
 async function streamVerdict(res: ServerResponse, step: Extract<Step, { kind: "verdict" }>): Promise<void> {
+  if (step.after) await step.after;
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
   const id = "chatcmpl-loopback";
   const n = Math.max(1, step.chunks ?? 1);

@@ -19,7 +19,7 @@ export function reviewerAnswering(answer: Answer, asked: ReviewAsk[] = []): NonN
         kind: "admit",
         run: "direct",
         review: { kind: "verdict", verdict: { risk_level: "low", user_authorization: "high", outcome: "allow", rationale: "ok" }, ...spent },
-        binding: { hash: ask.request.hash, reviewer: JUDGE, globalRevision: 1, sessionRevision: 0, backend: "review-only" },
+        binding: { hash: ask.request.hash, reviewer: JUDGE, endpoint: undefined, globalRevision: 1, sessionRevision: 0, backend: "review-only" },
       } satisfies ReviewAdmission;
     const review =
       "verdict" in answer

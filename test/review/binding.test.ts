@@ -3,7 +3,7 @@
 // containment) and P13's bounded concurrency.
 
 import assert from "node:assert/strict";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { fauxAssistantMessage } from "@earendil-works/pi-ai";
@@ -17,7 +17,8 @@ import { createMemoryGlobalState } from "../../src/state/global.ts";
 import { createRuntimeState } from "../../src/state/runtime-state.ts";
 import { createReviewHook, type ReviewRecord } from "../../src/tools/review-call.ts";
 import { createToolCallGate } from "../../src/tools/tool-call-gate.ts";
-import { fauxRegistry, JUDGE, request, storedAsTyped, VERDICT } from "../helpers/review-fixtures.ts";
+import { loopbackModels, startLoopback } from "../helpers/openai-loopback.ts";
+import { fauxRegistry, JUDGE, makeRegistry, request, storedAsTyped, tempAgentDir, VERDICT } from "../helpers/review-fixtures.ts";
 import { piReviewerModels } from "../../src/tools/reviewer-models.ts";
 
 async function setup(opts: { backend?: () => Backend } = {}) {
@@ -155,7 +156,7 @@ describe("P7: a reviewer's allow never removes containment", () => {
           service,
           models: piReviewerModels(registry),
           signal: undefined,
-          bindingNow: async () => ({ hash: req.hash, reviewer: JUDGE, globalRevision: 1, sessionRevision: 1, backend, auto: true }),
+          bindingNow: async () => ({ hash: req.hash, reviewer: JUDGE, endpoint: undefined, globalRevision: 1, sessionRevision: 1, backend, auto: true }),
         },
       );
       assert.equal(a.kind, "admit");
@@ -201,5 +202,87 @@ describe("P13: bounded concurrency", () => {
     release();
     const firstResult = await first;
     assert.equal(firstResult.kind, "verdict");
+  });
+});
+
+describe("P8: a verdict binds to the reviewer's endpoint as Pi resolves it", () => {
+  // Issue 23 item 6: models.json holds the reviewer's endpoint. Rewritten while a review is
+  // pending (and picked up by Pi's registry, as any provider registration or /model does), the
+  // verdict came from one endpoint and the next review would go to another: it must not hold.
+  async function loopSetup() {
+    const lb = await startLoopback();
+    const other = await startLoopback();
+    const { registry, agentDir } = await makeRegistry(tempAgentDir(), loopbackModels(lb.baseUrl));
+    const cwd = join(agentDir, "..", "work");
+    mkdirSync(cwd, { recursive: true });
+    const reviewer = { provider: "loop", model: "judge", thinking: "off" } as const;
+    const global = createMemoryGlobalState({ reviewer, revision: 1 });
+    const runtime = createRuntimeState(global, () => "review-only");
+    const records: ReviewRecord[] = [];
+    const gate = createToolCallGate({
+      runtime,
+      agentDir: () => agentDir,
+      record: () => {},
+      review: createReviewHook({
+        runtime,
+        service: createReviewService({ limiter: createLimiter(4, 16) }),
+        ledger: createUsageLedger(),
+        record: (r) => records.push(r),
+        provenanceOf: storedAsTyped,
+      }),
+    });
+    const ctx = {
+      cwd,
+      hasUI: false,
+      ui: { setStatus() {} },
+      sessionManager: { getBranch: () => [{ type: "message", message: { role: "user", content: "deploy the api" } }] },
+      modelRegistry: registry,
+      signal: undefined,
+    } as unknown as ExtensionContext;
+    const event = { type: "tool_call", toolCallId: "call-1", toolName: "deploy_service", input: { service: "api" } } as ToolCallEvent;
+    return { lb, other, registry, agentDir, records, gate, ctx, event, close: async () => (await lb.close(), await other.close()) };
+  }
+
+  async function until(cond: () => boolean): Promise<void> {
+    for (let i = 0; i < 500 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
+    assert.ok(cond(), "timed out waiting");
+  }
+
+  test("models.json rewritten to another endpoint while the review is pending voids the allow", async () => {
+    const s = await loopSetup();
+    try {
+      let release!: () => void;
+      s.lb.script([{ kind: "verdict", text: VERDICT.allow, after: new Promise<void>((r) => (release = r)) }]);
+      const pending = s.gate(s.event, s.ctx);
+      await until(() => s.lb.received.length === 1);
+      writeFileSync(join(s.agentDir, "models.json"), JSON.stringify(loopbackModels(s.other.baseUrl)));
+      await s.registry.refresh();
+      release();
+      const r = await pending;
+      assert.equal(r?.block, true, "the verdict from the old endpoint is not admitted");
+      assert.match(r!.reason!, /the reviewer's endpoint changed/);
+      assert.equal(s.records[0]?.bindingChanged, "the reviewer's endpoint");
+      assert.equal(s.other.received.length, 0);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test("models.json rewritten with the same endpoint (another model added) keeps the verdict", async () => {
+    const s = await loopSetup();
+    try {
+      let release!: () => void;
+      s.lb.script([{ kind: "verdict", text: VERDICT.allow, after: new Promise<void>((r) => (release = r)) }]);
+      const pending = s.gate(s.event, s.ctx);
+      await until(() => s.lb.received.length === 1);
+      const models = loopbackModels(s.lb.baseUrl) as { providers: { loop: { models: unknown[] } } };
+      models.providers.loop.models.push({ id: "extra", cost: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0 } });
+      writeFileSync(join(s.agentDir, "models.json"), JSON.stringify(models));
+      await s.registry.refresh();
+      release();
+      assert.equal(await pending, undefined, "admitted: where the reviewer's requests go did not change");
+    } finally {
+      await s.close();
+    }
   });
 });

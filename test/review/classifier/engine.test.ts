@@ -272,7 +272,15 @@ describe("admission: the one confirmation (P4) and the binding to the engine (P8
   const req = request("bash", { command: "git push --force origin feature/x" });
   const decision: Decision = { route: "review", reason: "destructive", message: "force push" };
   const call = { toolCallId: "c1", parentToolCallId: undefined, request: req, decision, transcript: [{ kind: "user" as const, text: "push it" }] };
-  const now = (reviewer: ReviewerId): BindingNow => ({ hash: req.hash, reviewer, globalRevision: 1, sessionRevision: 1, backend: "sandboxed", auto: true });
+  const now = (reviewer: ReviewerId): BindingNow => ({
+    hash: req.hash,
+    reviewer,
+    endpoint: undefined,
+    globalRevision: 1,
+    sessionRevision: 1,
+    backend: "sandboxed",
+    auto: true,
+  });
   const service = () => createReviewService({ limiter: createLimiter(4, 16), limits: { retryBaseMs: 1 } });
   const uncertain = () => stop(all(0.97, { no_irreversible_damage: 0.55 }));
   const env = (m: ReviewerModels, extra: Partial<AdmitEnv> = {}): AdmitEnv => ({

@@ -78,6 +78,7 @@ async function run(command: string) {
           return {
             hash: now.decision.route === "review" ? now.request?.hash : undefined,
             reviewer: JEV,
+            endpoint: undefined,
             globalRevision: 1,
             sessionRevision: runtime.session().revision,
             backend: "review-only",
