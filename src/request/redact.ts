@@ -192,6 +192,13 @@ function collectUserinfo(text: string, out: Ranges): void {
 const FORMATS = SECRET_FORMATS.formats;
 const OPTIONS = optionRules(SECRET_FORMATS.options);
 
+/** One pass for the common case, a text that holds no keyword at all: then no format or option rule runs. */
+function anyOf(keywords: Iterable<string>): RegExp {
+  return new RegExp([...new Set(keywords)].map(literal).join("|"));
+}
+const ANY_FORMAT = anyOf(FORMATS.flatMap((f) => f.keywords));
+const ANY_OPTION = anyOf(OPTIONS.flatMap((o) => o.keywords));
+
 function hasAny(lower: string, keywords: readonly string[]): boolean {
   for (const k of keywords) if (lower.includes(k)) return true;
   return false;
@@ -201,18 +208,19 @@ function hasAny(lower: string, keywords: readonly string[]): boolean {
 export function secretRanges(text: string): Ranges {
   const found: Ranges = [];
   const lower = text.toLowerCase();
-  for (const f of FORMATS) if (hasAny(lower, f.keywords)) collectFormat(f.re, f.hasSecretGroup, text, found);
-  for (const o of OPTIONS) {
-    if (!hasAny(lower, o.keywords)) continue;
-    o.re.lastIndex = 0;
-    for (let m = o.re.exec(text); m !== null; m = o.re.exec(text)) {
-      if (o.positional) collectPositional(m, found);
-      else {
-        const span = m.indices?.groups?.secret;
-        if (span) found.push(span[0], span[1]);
+  if (ANY_FORMAT.test(lower)) for (const f of FORMATS) if (hasAny(lower, f.keywords)) collectFormat(f.re, f.hasSecretGroup, text, found);
+  if (ANY_OPTION.test(lower))
+    for (const o of OPTIONS) {
+      if (!hasAny(lower, o.keywords)) continue;
+      o.re.lastIndex = 0;
+      for (let m = o.re.exec(text); m !== null; m = o.re.exec(text)) {
+        if (o.positional) collectPositional(m, found);
+        else {
+          const span = m.indices?.groups?.secret;
+          if (span) found.push(span[0], span[1]);
+        }
       }
     }
-  }
   const assigns = text.includes("=") || text.includes(":");
   if (assigns || text.includes("-")) collectNamed(text, found);
   if (assigns) collectKeyLike(text, found);
