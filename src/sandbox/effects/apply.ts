@@ -17,7 +17,7 @@
 // intermediate state an op can leave has a name derived from the journal (`.pi-auto-mode-<id>-<op>`
 // beside its target), so the roll-forward finds and finishes it, and leaves no temp file behind.
 
-import { chmodSync, linkSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { linkSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { rm } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
@@ -25,6 +25,7 @@ import type { ApplyOp, Conflict } from "./judge.ts";
 import { identityAt, sameIdentity, sameInode, type Identity } from "./identity.ts";
 import { ensureDir, fsyncDir, readStoreText, undoDirOf, withWorkspaceLock, writeDurable, type EffectStore } from "./store.ts";
 import { copyEntry, finishUndoEntry, latestUndoAt, pruneUndo, realFolder, treeBytes, treeListing, type UndoBounds, type UndoEntryOp } from "./undo.ts";
+import { attributeTool, dropAttributes, prepareToLand } from "./landing.ts";
 
 /** One op as the journal keeps it. */
 export interface JournalOp {
@@ -156,7 +157,28 @@ function applyLocked(req: ApplyRequest, beat: () => void): ApplyResult {
   // An apply into this workspace a crash interrupted comes first: this command ran on what it left.
   const repaired = recoverWorkspace(req.store, req.workspace, req.bounds, beat);
   const extra = repaired.length > 0 ? { repaired } : {};
-  const { ok, conflicts } = preflight(req.ops);
+  const checked = preflight(req.ops);
+  const { conflicts } = checked;
+  if (checked.ok.length === 0 || (req.allOrNothing && conflicts.length > 0)) return { applied: 0, conflicts, undoId: undefined, kept: false, ...extra };
+  // Every staged entry that will land, whatever tree it is in, fit to land (P18): before the
+  // journal records the sources (a chmod moves a change time, a copy makes a new inode).
+  const ok: ApplyOp[] = [];
+  const tool = attributeTool();
+  for (const op of checked.ok) {
+    if (op.kind === "put") {
+      const landing = prepareToLand(op.source, tool === undefined);
+      if (!landing.ok) {
+        conflicts.push({ path: op.target, detail: landing.why });
+        continue;
+      }
+    }
+    ok.push(op);
+  }
+  if (tool)
+    dropAttributes(
+      tool,
+      ok.flatMap((op) => (op.kind === "put" ? [op.source] : [])),
+    );
   if (ok.length === 0 || (req.allOrNothing && conflicts.length > 0)) return { applied: 0, conflicts, undoId: undefined, kept: false, ...extra };
   const undoDir = undoDirOf(req.store, req.workspace);
   // Strictly increasing per workspace, so undo's newest-first order is the order of the applies.
@@ -171,12 +193,6 @@ function applyLocked(req: ApplyRequest, beat: () => void): ApplyResult {
     if (preBytes > req.bounds.maxBytes) break;
   }
   const kept = preBytes <= req.bounds.maxBytes;
-  // Before the journal records the sources: a chmod moves a source's change time.
-  for (const op of ok) {
-    if (op.kind !== "put" || !op.stripSetid) continue;
-    const st = lstatSync(op.source, { throwIfNoEntry: false });
-    if (st?.isFile()) chmodSync(op.source, st.mode & 0o1777);
-  }
   const carried = carriedByTree(ok);
   const jops: JournalOp[] = ok
     .filter((op) => !carried.has(op))
@@ -202,15 +218,41 @@ function applyLocked(req: ApplyRequest, beat: () => void): ApplyResult {
   // After the journal: a crash before it leaves no entry behind; the roll-forward makes it again.
   ensureDir(join(undoEntry, "pre"));
   const made = new Set<string>();
-  const renamed = jops.map((_, i) => {
-    const r = doOp(journal, i, made);
+  // Each op checked again right before it is done (the checks above are a whole apply earlier: a
+  // parallel process may have swapped a folder for a symlink, or a symlink for a folder, since).
+  const touched = new Set<string>();
+  const done: boolean[] = [];
+  const renamed = jops.map((j, i) => {
+    const why = stillAsJudged(j.op, touched);
+    let r = false;
+    if (why) conflicts.push({ path: j.op.target, detail: why });
+    else {
+      touched.add(j.op.target);
+      r = doOp(journal, i, made);
+    }
+    done.push(why === undefined);
     beat();
     req.afterOp?.(i);
     return r;
   });
-  finishJournal(journal, req.bounds, undefined, renamed);
+  finishJournal(journal, req.bounds, done, renamed);
   rmSync(journalPath, { force: true });
-  return { applied: ok.length, conflicts, undoId: id, kept, ...extra };
+  const skippedNow = done.filter((d) => !d).length;
+  return { applied: ok.length - skippedNow, conflicts, undoId: id, kept, ...extra };
+}
+
+/**
+ * Why an op can no longer be done as judged, checked right before it is: a folder on the target's
+ * path is no longer a real folder (a symlink would send the rename, or the folders made for it,
+ * elsewhere), or the target is no longer what it was (what an earlier op of this apply left: a
+ * removal nothing). A race narrower than one lstat and one rename remains: Node has no renameat on
+ * a folder opened without following symlinks.
+ */
+function stillAsJudged(op: ApplyOp, touched: ReadonlySet<string>): string | undefined {
+  if (!realFolder(dirname(op.target), new Map())) return "a folder on its path was replaced (by a symlink) outside the sandbox meanwhile";
+  const want = touched.has(op.target) ? null : op.before;
+  if (!sameIdentity(identityAt(op.target), want)) return "it changed outside the sandbox while the effects were being applied";
+  return undefined;
 }
 
 // ---------------------------------------------------------------------------------------------

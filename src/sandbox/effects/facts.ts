@@ -15,6 +15,7 @@ import { isRegenerableName } from "../../policy/places.ts";
 import { identityOf, type Identity } from "./identity.ts";
 import { readRefs, type RefSnapshot } from "./git/refs.ts";
 import { readIndex } from "./git/index-file.ts";
+import { specialEntriesIn } from "./landing.ts";
 
 export type EntryType = "file" | "dir" | "symlink" | "other";
 
@@ -139,6 +140,10 @@ function collectRoot(r: FactsPlanRoot, viewPrefix: string, max: number): RootFac
     }
     return indexed[lo]?.startsWith(key) === true;
   };
+  // Inside a tree taken whole (not listed entry by entry): what is never applied, to be reported.
+  const listSpecial = (dir: string, rel: string) => {
+    for (const e of specialEntriesIn(dir, rel)) push({ op: "write", rel: e.rel, type: "other", before: null, beforeId: null, size: 0, mode: e.mode });
+  };
   // Directories to visit, relative to the root ("" is the root itself, present in both layers).
   const stack: Array<{ rel: string; both: boolean }> = [{ rel: "", both: true }];
   while (stack.length > 0 && !truncated) {
@@ -165,7 +170,9 @@ function collectRoot(r: FactsPlanRoot, viewPrefix: string, max: number): RootFac
     for (const n of names) {
       const childRel = rel === "" ? n : join(rel, n);
       const up = lstatSync(join(upperDir, n));
-      if (isWhiteout(up)) continue; // counted above, from the merged view
+      // Counted above, from the merged view; in a new tree there is no lower entry to remove, so
+      // it is only a device the command made (never applied, so listed to be reported).
+      if (isWhiteout(up) && both) continue;
       const low = both ? lstat(join(r.root, childRel)) : undefined;
       const lowType = low ? entryType(low) : null;
       if (up.isDirectory()) {
@@ -179,6 +186,7 @@ function collectRoot(r: FactsPlanRoot, viewPrefix: string, max: number): RootFac
             if (!found.complete) truncated = true;
             for (const g of found.repos)
               push({ op: "write", rel: g, type: g.endsWith("/HEAD") ? "file" : "dir", before: null, beforeId: null, size: 0, mode: 0o644 });
+            listSpecial(join(upperDir, n), childRel);
             continue;
           }
           stack.push({ rel: childRel, both: true });
@@ -203,6 +211,7 @@ function collectRoot(r: FactsPlanRoot, viewPrefix: string, max: number): RootFac
           if (!found.complete) truncated = true;
           for (const g of found.repos)
             push({ op: "write", rel: g, type: g.endsWith("/HEAD") ? "file" : "dir", before: null, beforeId: null, size: 0, mode: 0o644 });
+          listSpecial(join(upperDir, n), childRel);
         }
         continue;
       }
