@@ -37,7 +37,7 @@ import { randomUUID } from "node:crypto";
 import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { installLine, installTrust, type InstallTrust } from "./policy/install-trust.ts";
-import { defaultTmpRootPath } from "./state/locations.ts";
+import { TempSession } from "./state/temp-root.ts";
 import { createUserProvenanceBook } from "./tools/user-provenance.ts";
 import { commandOrigins } from "./tools/command-origin.ts";
 
@@ -71,6 +71,8 @@ export default function autoMode(pi: ExtensionAPI): void {
   // the session starts: a start-up never waits for it (deferred-controller.ts).
   const sandbox = deferredController(async () => (await import("./sandbox/controller.ts")).sharedController());
   const sandboxOwner = `session-${randomUUID()}`;
+  // This session's private temporary folder (the sandbox's TMPDIR and caches), removed at its end (P18).
+  const temp = new TempSession();
   // Read once: the environment Pi started with is the user's, not the model's (install-trust.ts).
   const install = { root: packageRoot(), env: { ...process.env } };
   const admissions = createTicketBook();
@@ -151,18 +153,33 @@ export default function autoMode(pi: ExtensionAPI): void {
   const runtime = createRuntimeState(followingGlobalState(getAgentDir), () => (bashReplaced() ? "unavailable" : sandbox.status().backend));
 
   let lastCtx: ExtensionContext | undefined;
-  const trustIn = (ctx: ExtensionContext): InstallTrust => {
+  /** The configuration, and this session's temp folder in the root it names (or the default root). */
+  const settingsFor = (ctx: ExtensionContext) => {
     const config = loadPolicyConfig({ agentDir: getAgentDir(), cwd: ctx.cwd, home: homedir() });
-    const tmpRoot = (config.ok ? config.config.tmpRoot : undefined) ?? defaultTmpRootPath();
+    return { config, temp: config.ok ? temp.folder(config.config.tmpRoot) : undefined };
+  };
+  const trustIn = (ctx: ExtensionContext, settings = settingsFor(ctx)): InstallTrust => {
+    // Against the whole temp root: every session's sandbox writes a folder in it.
+    const tmpRoot = settings.temp?.root ?? temp.defaultRoot;
     return installTrust(install.root, { workspace: realOr(ctx.cwd), tmpRoot: realOr(tmpRoot) }, install.env);
   };
   const refresh = (ctx: ExtensionContext) => {
     lastCtx = ctx;
-    const health = loadPolicyConfig({ agentDir: getAgentDir(), cwd: ctx.cwd, home: homedir() }).ok ? "ok" : "fault";
+    const settings = settingsFor(ctx);
+    // A temp root that cannot be used safely is a fault as an invalid configuration is (the gate denies every call).
+    const tempFault = settings.temp && !settings.temp.ok ? settings.temp.reason : undefined;
+    const health = settings.config.ok && !tempFault ? "ok" : "fault";
     const label = runtime.label(health);
-    const trust = trustIn(ctx);
+    const trust = trustIn(ctx, settings);
     // The footer says why the sandbox is unavailable, not only that it is (P16), and why a copy the agent can write gates only reads.
-    const why = trust.kind === "writable" ? installLine(trust) : runtime.effective(health) === "auto-sandbox-unavailable" ? backendReason() : undefined;
+    const why =
+      trust.kind === "writable"
+        ? installLine(trust)
+        : tempFault
+          ? tempFault
+          : runtime.effective(health) === "auto-sandbox-unavailable"
+            ? backendReason()
+            : undefined;
     const g = runtime.global.peek();
     showStatus(ctx, { mode: runtime.effective(health), label, why, reviewer: g.kind === "fault" ? undefined : g.snapshot.reviewer });
   };
@@ -267,6 +284,12 @@ export default function autoMode(pi: ExtensionAPI): void {
     lastCtx = undefined;
     // The last session of the process drains the sandbox: running commands end, placeholders go.
     await sandbox.detach(sandboxOwner);
+    // Then nothing of this session runs any more: its temp folder goes (commands' files and caches).
+    try {
+      temp.close();
+    } catch {
+      // what cannot be removed stays until the system clears its temp dir
+    }
   });
   pi.on("session_tree", (_e, ctx) => {
     runtime.bump();
@@ -321,6 +344,7 @@ export default function autoMode(pi: ExtensionAPI): void {
       // A shell command's route depends on the backend: it waits for the probe.
       ready: () => sandbox.ready(),
       install,
+      temp,
       overrides,
       resetBreaker: () => reviews?.newTurn(),
     });
@@ -359,6 +383,7 @@ export default function autoMode(pi: ExtensionAPI): void {
       agentDir: getAgentDir,
       ready: () => sandbox.ready(),
       install,
+      temp,
       askerContains: true,
     },
     record: (r, judged) => {

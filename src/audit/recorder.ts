@@ -210,9 +210,13 @@ function templateOf(tool: string, input: unknown): string {
 const STRICTNESS: readonly SurfaceClass[] = ["sensitive", "external", "home", "temp", "workspace"];
 
 /** The strictest class of the paths the gate judged, or undefined when it judged none. */
-function judgedSurface(tool: string, input: unknown, judged: JudgedCall | undefined): SurfaceClass | undefined {
+function judgedSurface(tool: string, input: unknown, judged: JudgedCall | undefined, tempRoot: () => string): SurfaceClass | undefined {
   if (!judged) return undefined;
-  const places = judged.context.places;
+  // The gate judged against this session's folder in the temp root; the audit's "temp" is the whole
+  // root (another session's folder there is temp too, as the recorder's own places say).
+  const judgedPlaces = judged.context.places;
+  const root = tempRoot();
+  const places = isWithin(root, judgedPlaces.tmpRoot) && root !== judgedPlaces.tmpRoot ? { ...judgedPlaces, tmpRoot: root } : judgedPlaces;
   let best = STRICTNESS.length;
   const count = (cls: SurfaceClass) => {
     const i = STRICTNESS.indexOf(cls);
@@ -364,7 +368,7 @@ export function createAuditRecorder(opts: RecorderOptions): AuditRecorder {
             at: item.at,
             tool: item.r.tool,
             template: templateOf(tool, input),
-            surface: judgedSurface(tool, input, item.judged) ?? surfaceOf(tool, input, place),
+            surface: judgedSurface(tool, input, item.judged, () => place().tmpRoot) ?? surfaceOf(tool, input, place),
             route: item.r.route,
             reason: item.r.reason,
             outcome: outcomeOf(item.r),
@@ -377,7 +381,7 @@ export function createAuditRecorder(opts: RecorderOptions): AuditRecorder {
             at: item.at,
             tool: item.tool,
             template: templateOf(item.tool, item.input),
-            surface: judgedSurface(item.tool, item.input, item.judged) ?? "unknown",
+            surface: judgedSurface(item.tool, item.input, item.judged, () => place().tmpRoot) ?? "unknown",
             route: item.route,
             reason: "held-effects",
             outcome: item.outcome,

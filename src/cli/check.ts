@@ -3,9 +3,10 @@
 import { realpathSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { resolve } from "node:path";
-import { BACKENDS } from "../policy/types.ts";
-import { defaultTmpRoot, defaultTmpRootPath } from "../state/locations.ts";
-import { oneOf, parseArgs, type CommandSpec } from "./args.ts";
+import { type Backend, BACKENDS } from "../policy/types.ts";
+import { defaultTmpRootPath } from "../state/locations.ts";
+import { TempSession } from "../state/temp-root.ts";
+import { oneOf, type ParsedArgs, parseArgs, type CommandSpec } from "./args.ts";
 import { CliError, EXIT, type Io } from "./io.ts";
 import { REVIEW_FLAGS, REVIEW_OPTIONS_HELP, reviewOptions } from "./review.ts";
 
@@ -23,8 +24,8 @@ Options:
   --tool NAME        the Pi tool name (bash, read, write, edit, grep, find, ls, or any other)
   --input JSON       the tool's input object, as the model would send it
   --cwd DIR          the session's working directory (default: the current directory)
-  --tmp-root DIR     the temporary writable root (default: ${defaultTmpRootPath()},
-                     unless tmpRoot is set in the user config)
+  --tmp-root DIR     the temporary writable root (default: a session's private folder in
+                     ${defaultTmpRootPath()}, or in the user config's tmpRoot)
   --backend NAME     sandboxed, sandboxed-unstaged, review-only or unavailable (default:
                      the one the extension gates with on this machine, from the sandbox
                      probe)
@@ -108,7 +109,29 @@ export async function runCheck(argv: readonly string[], io: Io): Promise<number>
   const tmpFlag = args.strings.get("tmp-root");
   if (tmpFlag === "") throw new CliError("check: --tmp-root needs a directory");
   // The tmp root need not exist yet: the path policy resolves through its nearest existing ancestor.
-  const tmpRoot = tmpFlag === undefined ? defaultTmpRoot() : resolve(io.cwd, tmpFlag);
+  const tmpRoot = tmpFlag === undefined ? undefined : resolve(io.cwd, tmpFlag);
+  // Without the flag, judged as a session would be: in a private folder of its own, made in the checked temp root (and removed after).
+  const temp = tmpRoot === undefined ? new TempSession() : undefined;
+  try {
+    return await checkIn(io, args, { request, review, backend, cwd, tmpRoot, temp });
+  } finally {
+    temp?.close();
+  }
+}
+
+async function checkIn(
+  io: Io,
+  args: ParsedArgs,
+  a: {
+    readonly request: CheckRequest;
+    readonly review: ReturnType<typeof reviewOptions>;
+    readonly backend: Backend;
+    readonly cwd: string;
+    readonly tmpRoot: string | undefined;
+    readonly temp: TempSession | undefined;
+  },
+): Promise<number> {
+  const { request, review, backend, cwd, tmpRoot, temp } = a;
   // Loaded only now: the gate takes a few hundred milliseconds to load, which help and usage
   // errors should not pay.
   const { decide, prepareGate } = await import("../policy/gate.ts");
@@ -116,7 +139,14 @@ export async function runCheck(argv: readonly string[], io: Io): Promise<number>
   const home = homedir();
   const agentDir = agentDirFromEnv(io.env, home);
 
-  const gate = prepareGate({ cwd, home, agentDir, defaultTmpRoot: tmpRoot, selfPaths: selfPaths(agentDir) });
+  const gate = prepareGate({
+    cwd,
+    home,
+    agentDir,
+    defaultTmpRoot: tmpRoot ?? defaultTmpRootPath(),
+    ...(temp ? { tempFolder: (configured: string | undefined) => temp.folder(configured) } : {}),
+    selfPaths: selfPaths(agentDir),
+  });
   const { request: canonical, decision } = decide(request.tool, request.input, gate, backend);
   const effectiveTmpRoot = gate.judge.places.tmpRoot;
   let reviewed: import("./review.ts").ReviewReport | undefined;

@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import type { Backend } from "../policy/types.ts";
 import { parseArgs, type CommandSpec } from "./args.ts";
 import { defaultTmpRootPath } from "../state/locations.ts";
+import { TempSession } from "../state/temp-root.ts";
 import { installLine, installTrust, WRITABLE_COPY_ENV } from "../policy/install-trust.ts";
 import { EXIT, type Io } from "./io.ts";
 import { sandboxDoctor, type SandboxDoctor } from "./sandbox.ts";
@@ -164,6 +165,12 @@ export interface DoctorReport {
   /** The durable global state (the enabled flag, the reviewer), read as the gate reads it. */
   readonly state: { readonly status: "ok" | "missing" | "fault"; readonly path: string; readonly revision: number | null; readonly message: string };
   readonly tmpRoot: string;
+  /**
+   * Whether that root can be used (state/temp-root.ts): a private folder of the user's, or one
+   * taken by someone else (the default one is then replaced by a fresh private root per session;
+   * a configured one is refused, and every call is denied).
+   */
+  readonly tmpRootCheck?: { readonly status: "ok" | "replaced" | "refused"; readonly message: string };
   /** The effective sandbox.network settings and where each part came from; null when the configuration is at fault. */
   readonly network: { readonly spec: NetworkSpec; readonly origins: NetworkOrigins; readonly dataFault?: string } | null;
   readonly backend: { readonly name: Backend; readonly why: string };
@@ -415,6 +422,13 @@ export function doctorProblems(r: ReportFacts): DoctorProblem[] {
         `run that copy's bin/pi-auto-mode.js doctor`,
       );
   }
+  if (r.tmpRootCheck?.status === "refused")
+    problem(
+      `the temporary root cannot be used: ${r.tmpRootCheck.message}; auto mode denies every call until it is fixed`,
+      "see the reason: remove what is there, or set tmpRoot",
+    );
+  else if (r.tmpRootCheck?.status === "replaced")
+    note(`the temporary root ${r.tmpRootCheck.message}`, "remove what is at that name (as root if another account made it) to use it again");
   if (r.config.status === "fault")
     problem(
       `the configuration is invalid (${r.config.path}: ${r.config.message.replace(/; every call is denied until it is fixed$/, "")}); auto mode denies every call until it is fixed`,
@@ -491,6 +505,7 @@ export async function doctorReport(io: Io): Promise<DoctorReport> {
       ? { status: "ok", path: userPath, userPath, projectPath, files: loaded.config.files, message: `loaded ${loaded.config.files.join(", ")}` }
       : { status: "missing", path: userPath, userPath, projectPath, files: [], message: "no configuration file; the built-in policy applies" };
   const tmpRoot = (loaded.ok ? loaded.config.tmpRoot : undefined) ?? defaultTmpRootPath();
+  const tmpRootCheck = checkTmpRoot(loaded.ok ? loaded.config.tmpRoot : undefined);
   const root = ownRoot();
   const [state, sandbox, extension, reviewer] = await Promise.all([
     stateReport(agentDir),
@@ -516,6 +531,7 @@ export async function doctorReport(io: Io): Promise<DoctorReport> {
     config,
     state,
     tmpRoot,
+    tmpRootCheck,
     network: loaded.ok ? { spec: loaded.config.network, origins: loaded.config.networkOrigins, ...(await networkDataFault()) } : null,
     backend: { name: sandbox.name, why: sandbox.why },
     sandbox: { probe: sandbox.probe, missing: sandbox.missing, facts: sandbox.facts },
@@ -525,6 +541,18 @@ export async function doctorReport(io: Io): Promise<DoctorReport> {
   };
   const problems = doctorProblems(facts);
   return { ok: !problems.some((p) => p.level === "problem"), problems, ...facts };
+}
+
+/** Whether a session could use the temp root now: it makes its folder there, and removes it again. */
+function checkTmpRoot(configured: string | undefined): NonNullable<DoctorReport["tmpRootCheck"]> {
+  const temp = new TempSession();
+  try {
+    const c = temp.folder(configured);
+    if (!c.ok) return { status: "refused", message: c.reason };
+    return c.note ? { status: "replaced", message: c.note } : { status: "ok", message: `${c.root} is a private folder of yours` };
+  } finally {
+    temp.close();
+  }
 }
 
 /**
@@ -597,7 +625,8 @@ function human(r: DoctorReport): string {
     ["", `project file ${r.config.projectPath}`],
     ["state", `${r.state.status}: ${r.state.message}`],
     ["", r.state.path],
-    ["tmp root", r.tmpRoot],
+    ["tmp root", `${r.tmpRoot} (each session makes a private folder in it)`],
+    ...(r.tmpRootCheck && r.tmpRootCheck.status !== "ok" ? [["", `${r.tmpRootCheck.status}: ${r.tmpRootCheck.message}`] as [string, string]] : []),
     ...(r.network ? networkRows(r.network.spec, r.network.origins).map((line, i): [string, string] => [i === 0 ? "network" : "", line]) : []),
     ["backend", r.backend.why],
     ...r.sandbox.facts.map((f): [string, string] => ["", f]),

@@ -6,6 +6,8 @@
 import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { resolve } from "node:path";
+import type { PolicyConfig, undoBounds as UndoBoundsOf } from "../policy/config/load.ts";
+import type { Places } from "../policy/places.ts";
 import type { Backend } from "../policy/types.ts";
 import { parseArgs, type CommandSpec } from "./args.ts";
 import { CliError, EXIT, type Io } from "./io.ts";
@@ -62,10 +64,11 @@ export async function runSandbox(argv: readonly string[], io: Io): Promise<numbe
   if (timeout !== undefined && (!Number.isFinite(timeout) || timeout <= 0))
     throw new CliError(`sandbox: --timeout must be a positive number of seconds, not ${JSON.stringify(timeoutText)}`);
 
-  const [{ loadPolicyConfig, undoBounds }, { buildPlaces }, { agentDirFromEnv, defaultTmpRoot, selfPaths }] = await Promise.all([
+  const [{ loadPolicyConfig, undoBounds }, { buildPlaces }, { agentDirFromEnv, selfPaths }, { TempSession }] = await Promise.all([
     import("../policy/config/load.ts"),
     import("../policy/places.ts"),
     import("../state/locations.ts"),
+    import("../state/temp-root.ts"),
   ]);
   const home = homedir();
   const agentDir = agentDirFromEnv(io.env, home);
@@ -76,7 +79,35 @@ export async function runSandbox(argv: readonly string[], io: Io): Promise<numbe
     io.err(`pi-auto-mode sandbox: the configuration ${config.path} is invalid (${config.message}); auto mode runs nothing until it is fixed\n`);
     return SANDBOX_EXIT.unavailable;
   }
-  const places = buildPlaces({ workspace: cwd, tmpRoot: config.config.tmpRoot ?? defaultTmpRoot(), home, agentDir, selfPaths: selfPaths(agentDir) });
+  // This run is a session of its own: a private temp folder in the (checked) temp root, removed at its end (P18).
+  const temp = new TempSession();
+  const folder = temp.folder(config.config.tmpRoot);
+  if (!folder.ok) {
+    io.err(`pi-auto-mode sandbox: ${folder.reason}; auto mode runs nothing until it is fixed\n`);
+    return SANDBOX_EXIT.unavailable;
+  }
+  if (folder.note) io.err(`pi-auto-mode sandbox: ${folder.note}\n`);
+  const places = buildPlaces({ workspace: cwd, tmpRoot: folder.path, home, agentDir, selfPaths: selfPaths(agentDir) });
+  try {
+    return await runOne(io, { rest: args.rest, cwd, timeout, agentDir, places, config, undoBounds });
+  } finally {
+    temp.close();
+  }
+}
+
+async function runOne(
+  io: Io,
+  a: {
+    readonly rest: readonly string[];
+    readonly cwd: string;
+    readonly timeout: number | undefined;
+    readonly agentDir: string;
+    readonly places: Places;
+    readonly config: { readonly ok: true; readonly config: PolicyConfig };
+    readonly undoBounds: typeof UndoBoundsOf;
+  },
+): Promise<number> {
+  const { cwd, timeout, agentDir, places, config } = a;
   const protectedGlobs = config.config.protectedPaths;
   const [{ effectStore }, { settleEffects }, { reportText }, { repairStaging }, { createController }, linux] = await Promise.all([
     import("../sandbox/effects/store.ts"),
@@ -87,7 +118,7 @@ export async function runSandbox(argv: readonly string[], io: Io): Promise<numbe
     import("../sandbox/linux/driver.ts"),
   ]);
   const store = effectStore(agentDir);
-  const bounds = undoBounds(config);
+  const bounds = a.undoBounds(config);
   await repairStaging(agentDir, cwd, (text) => io.err(`${text}\n`));
   // One command: started from this process, without the spawner helper the agent keeps for its
   // many (starting the helper costs more than it saves once).
@@ -105,7 +136,7 @@ export async function runSandbox(argv: readonly string[], io: Io): Promise<numbe
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
   try {
-    const command = commandLine(args.rest);
+    const command = commandLine(a.rest);
     const r = await controller.run(
       {
         command,

@@ -5,6 +5,7 @@
 // GateCall and the outcome back; the CLI and tests can drive this directly.
 
 import { homedir } from "node:os";
+import { dirname } from "node:path";
 import type { ConfigResult } from "../policy/config/load.ts";
 import { concurrentDenial, decisionDenial, denial, denialBody, escalationDenial, escalationInvalidDenial, noReviewerDenial } from "../policy/denial.ts";
 import { decide, prepareGate, type GateContext, type GateResult } from "../policy/gate.ts";
@@ -19,7 +20,8 @@ import type { TokenBudget } from "../review/budget.ts";
 import type { EngineLimits } from "../review/engine.ts";
 import type { EffectiveMode } from "../state/effective.ts";
 import { readEnabled } from "../state/global.ts";
-import { defaultTmpRoot, selfPaths } from "../state/locations.ts";
+import { selfPaths } from "../state/locations.ts";
+import { TempSession } from "../state/temp-root.ts";
 import type { RuntimeState } from "../state/runtime-state.ts";
 import { shownAction } from "./action-view.ts";
 import { targetSummary, type ReviewAdmission } from "./admit.ts";
@@ -117,6 +119,8 @@ export interface AdmitDeps {
   readonly askerContains?: boolean;
   /** A break-glass allow was used: the turn's breaker starts closed again (P13, P14). */
   readonly resetBreaker?: () => void;
+  /** This session's private temporary folders (state/temp-root.ts); its owner removes them at the session's end. */
+  readonly temp?: TempSession;
 }
 
 /** Modes in which a `review` route goes to the reviewer (not off, unrestricted or at fault). */
@@ -136,7 +140,7 @@ export function denialText(d: Decision, mode?: EffectiveMode): string {
 }
 
 export function createCallGate(deps: AdmitDeps): (call: GateCall, env: CallEnv) => Promise<GateOutcome> {
-  let tmpRoot: string | undefined;
+  const temp = deps.temp ?? new TempSession();
   return async (call, env) => {
     const runtime = deps.runtime;
     // Re-read at every gate (a stat when nothing changed): another process's commit applies now (P12).
@@ -144,11 +148,10 @@ export function createCallGate(deps: AdmitDeps): (call: GateCall, env: CallEnv) 
     // Another process's /perm-enabled or /perm-auto-model changes what this session's calls get: say so, once.
     const changed = env.notify ? runtime.globalChange() : undefined;
     if (changed) env.notify?.(changed);
-    tmpRoot ??= defaultTmpRoot();
     if (!readEnabled(global)) {
       env.off?.();
       // Off is no way around the floor: what an unrestricted runtime never runs, an off one does not either.
-      const offGate = gateFor(deps, call.cwd, tmpRoot).context;
+      const offGate = gateFor(deps, call.cwd, temp).context;
       const judged = decide(call.toolName, call.input, offGate, runtime.backend());
       const floor = offFloor(judged);
       if (floor) {
@@ -175,7 +178,7 @@ export function createCallGate(deps: AdmitDeps): (call: GateCall, env: CallEnv) 
     // bound to follows the backend, and a backend that settles while a call is reviewed would
     // void the review (the sandbox loads at the first call or when Pi is idle).
     await deps.ready?.();
-    const gate = gateFor(deps, call.cwd, tmpRoot);
+    const gate = gateFor(deps, call.cwd, temp);
     // Every judgement of this call, the first and the re-judgements at review, is guarded the same way.
     const judge = (): GateResult => {
       const r = decide(call.toolName, call.input, gate.context, runtime.backend());
@@ -244,14 +247,17 @@ export function createCallGate(deps: AdmitDeps): (call: GateCall, env: CallEnv) 
 }
 
 /** The gate context for this call's working directory, and whether the running copy can be trusted. */
-function gateFor(deps: AdmitDeps, cwd: string, tmpRoot: string): { context: GateContext; trust: ReturnType<typeof installTrust> | undefined } {
+function gateFor(deps: AdmitDeps, cwd: string, temp: TempSession): { context: GateContext; trust: ReturnType<typeof installTrust> | undefined } {
   const agentDir = deps.agentDir();
   const install = deps.install;
-  const setup = { cwd, home: homedir(), agentDir, defaultTmpRoot: tmpRoot };
+  const setup = { cwd, home: homedir(), agentDir, defaultTmpRoot: temp.defaultRoot, tempFolder: (configured: string | undefined) => temp.folder(configured) };
   // One set of look-ups for both preparations below: the second checks the same directories.
   const book = new StampBook();
   const context = prepareGate({ ...setup, selfPaths: install ? [...selfPaths(agentDir), install.root] : selfPaths(agentDir) }, book);
-  const trust = install && installTrust(install.root, context.judge.places, install.env);
+  // A copy in any session's folder is writable by that session's sandbox: trust is judged against the
+  // whole temp root the session's folder was made in (directly, by mkdtemp).
+  const { workspace, tmpRoot } = context.judge.places;
+  const trust = install && installTrust(install.root, { workspace, tmpRoot: tmpRoot === workspace ? tmpRoot : dirname(tmpRoot) }, install.env);
   // The copy the user develops (opted in) is theirs and the agent's to edit.
   if (trust?.kind === "writable" && trust.optedIn) return { context: prepareGate({ ...setup, selfPaths: selfPaths(agentDir) }, book), trust };
   return { context, trust };

@@ -21,8 +21,15 @@ export interface GateSetup {
   readonly cwd: string;
   readonly home: string;
   readonly agentDir: string;
-  /** The temporary writable root, unless the user config names one. */
+  /** The temporary writable root, unless the user config names one (or `tempFolder` gives the session's). */
   readonly defaultTmpRoot: string;
+  /**
+   * This session's private temporary folder in the configured root (or the default one for
+   * `undefined`): the writable root the gate and the sandbox use. A root it refuses (a symlink, a
+   * folder of another account) is a configuration fault: every call is denied with its reason.
+   * Without it the root itself is used (the CLI's static check, the eval).
+   */
+  readonly tempFolder?: (configured: string | undefined) => TempFolderChoice;
   /** This extension's own files: writes to them are denied. */
   readonly selfPaths: readonly string[];
   /**
@@ -31,6 +38,8 @@ export interface GateSetup {
    */
   readonly analysisBudget?: BudgetOptions;
 }
+
+export type TempFolderChoice = { readonly ok: true; readonly path: string } | { readonly ok: false; readonly root: string; readonly reason: string };
 
 export interface GateContext {
   readonly setup: GateSetup;
@@ -257,8 +266,13 @@ class CallShellEnv implements ShellEnv {
  */
 export function prepareGate(setup: GateSetup, book: StampBook = new StampBook()): GateContext {
   // One set of look-ups for the call: the caches below check some of the same directories.
-  const config = loadPolicyConfig({ agentDir: setup.agentDir, cwd: setup.cwd, home: setup.home }, book);
-  const tmpRoot = (config.ok ? config.config.tmpRoot : undefined) ?? setup.defaultTmpRoot;
+  const loaded = loadPolicyConfig({ agentDir: setup.agentDir, cwd: setup.cwd, home: setup.home }, book);
+  const configured = loaded.ok ? loaded.config.tmpRoot : undefined;
+  const temp = loaded.ok && setup.tempFolder ? setup.tempFolder(configured) : undefined;
+  // A temp root that cannot be used safely stops the gate as an invalid configuration does.
+  const config: ConfigResult = temp && !temp.ok ? { ok: false, path: temp.root, message: temp.reason } : loaded;
+  // Refused, the root is never a writable root: the workspace is the only one (every call is denied anyway).
+  const tmpRoot = temp === undefined ? (configured ?? setup.defaultTmpRoot) : temp.ok ? temp.path : setup.cwd;
   const { places, trusted } = cachedPlaces(setup, tmpRoot, book);
   const shell = new CallShellEnv(places, setup.cwd, setup.home, trusted, book, setup.analysisBudget);
   const rules = config.ok ? config.config.allow.length + config.config.review.length + config.config.deny.length : 0;

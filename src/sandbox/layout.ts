@@ -160,6 +160,14 @@ export function computeLayout(input: LayoutInput): SandboxLayout {
     const st = statSync(p, { throwIfNoEntry: false });
     if (!st?.isDirectory()) throw new LayoutError(`the ${what} ${p} is not a directory`);
   }
+  // The temporary root is bound writable in place: only while it is ours and no one else can write
+  // it (a command can chmod its own TMPDIR; a folder of another account is theirs to seed). It is
+  // real here (places.ts), so this looks at the folder itself, never through a symlink.
+  const tmpSt = lstatSync(tmpRoot);
+  const me = typeof process.geteuid === "function" ? process.geteuid() : undefined;
+  if (me !== undefined && tmpSt.uid !== me) throw new LayoutError(`the temporary root ${tmpRoot} belongs to uid ${tmpSt.uid}, not to you (uid ${me})`);
+  if ((tmpSt.mode & 0o022) !== 0)
+    throw new LayoutError(`the temporary root ${tmpRoot} is writable by other users (mode ${(tmpSt.mode & 0o777).toString(8)}): chmod 700 it`);
   const writable = outermost([workspace, tmpRoot]);
   // Both roots stay listed even when one holds the other: each is bound on its own.
   const writableAll = [...new Set([workspace, tmpRoot])].sort((a, b) => a.length - b.length);

@@ -1,23 +1,23 @@
 // The sandbox's own working files (the seccomp program, the placeholder registry): one private
 // folder per user, beside the temporary root but not inside it, so sandboxed commands cannot
 // write it. If a configured temporary root holds it anyway, the layout mounts it read-only.
+//
+// Unlike the temp root, it is not replaced by a fresh folder when its name was taken: every
+// process of the user must share it (the placeholder registry counts their leases), so a folder
+// that is not a private one of ours (a symlink, another account's, one open to others) makes the
+// sandbox unavailable, and the probe's reason says what is there and how to fix it (P18).
 
-import { lstatSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { ensurePrivateDir } from "../state/private-dir.ts";
 
 export function defaultRunDir(): string {
   const uid = typeof process.getuid === "function" ? process.getuid() : "user";
   return join(tmpdir(), `pi-auto-mode-${uid}.run`);
 }
 
-/** Create the folder, or check that the existing one is a real directory that only we can write. */
+/** Create the folder (mode 0700, never through a symlink), or check that the one there is a private folder of ours. */
 export function ensureRunDir(dir: string): void {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const st = lstatSync(dir);
-  const uid = typeof process.getuid === "function" ? process.getuid() : undefined;
-  if (!st.isDirectory()) throw new Error(`${dir} is not a directory`);
-  // Someone else's folder, or one others can write, could feed us a different seccomp program.
-  if (uid !== undefined && st.uid !== uid) throw new Error(`${dir} belongs to uid ${st.uid}, not to us`);
-  if ((st.mode & 0o022) !== 0) throw new Error(`${dir} is writable by others (mode ${(st.mode & 0o777).toString(8)})`);
+  const r = ensurePrivateDir(dir);
+  if (!r.ok) throw new Error(`${r.reason}; remove it (another account may have made it) or point TMPDIR elsewhere`);
 }

@@ -1,8 +1,7 @@
 // Where auto mode keeps its own files under Pi's agent directory. Every tool call that would
 // write one of them is denied statically: the agent must not be able to switch its gate off.
 
-import { mkdirSync } from "node:fs";
-import { homedir, tmpdir } from "node:os";
+import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { USER_CONFIG_FILE } from "../policy/config/files.ts";
 
@@ -25,15 +24,5 @@ export function selfPaths(agentDir: string): string[] {
   return [join(agentDir, USER_CONFIG_FILE), join(agentDir, STATE_DIR_NAME), join(agentDir, ANCHOR_FILE)];
 }
 
-/** Where the default temporary writable root lives: one private folder per user, not the whole system temp dir. */
-export function defaultTmpRootPath(): string {
-  const uid = typeof process.getuid === "function" ? process.getuid() : "user";
-  return join(tmpdir(), `pi-auto-mode-${uid}`);
-}
-
-/** The default temporary writable root, created (private) if missing. */
-export function defaultTmpRoot(): string {
-  const dir = defaultTmpRootPath();
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  return dir;
-}
+/** Where the default temporary root lives (each session's folder is made in it: temp-root.ts). */
+export { defaultTmpRootPath } from "./temp-root.ts";

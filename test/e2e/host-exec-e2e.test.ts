@@ -24,7 +24,7 @@ import cp, { execFile, execFileSync } from "node:child_process";
 import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
-import { basename, join, relative } from "node:path";
+import { basename, dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxProvider, fauxText, fauxToolCall, type Context } from "@earendil-works/pi-ai";
@@ -76,7 +76,7 @@ const HOME = join(fixture, "home");
 const EVIL = join(fixture, "evil");
 const TPL = join(fixture, "tpl");
 const HOST_TMP = join(fixture, "host-tmp");
-/** Witness names in $TMPDIR (the sandbox's writable temporary root, shared by this uid's processes). */
+/** Witness names in $TMPDIR (each session's private folder in the temp root: src/state/temp-root.ts). */
 const TAG = `hx${process.pid}`;
 const SANDBOX_TMP = defaultTmpRootPath();
 
@@ -321,15 +321,21 @@ interface Row {
 }
 const rows: Row[] = [];
 
+/** The witnesses' paths, in every session's folder of the temp root. */
 function witnesses(): string[] {
   try {
-    return readdirSync(SANDBOX_TMP).filter((n) => n.startsWith(`${TAG}-`));
+    const folders = readdirSync(SANDBOX_TMP).filter((n) => n.startsWith("session-"));
+    return folders.flatMap((f) =>
+      readdirSync(join(SANDBOX_TMP, f))
+        .filter((n) => n.startsWith(`${TAG}-`))
+        .map((n) => join(SANDBOX_TMP, f, n)),
+    );
   } catch {
     return [];
   }
 }
 function clearWitnesses(): void {
-  for (const n of witnesses()) rmSync(join(SANDBOX_TMP, n), { recursive: true, force: true });
+  for (const p of witnesses()) rmSync(p, { recursive: true, force: true });
 }
 
 /** Every host-side check that must hold after any call, whatever its route. */
@@ -592,9 +598,8 @@ describe("host execution spellings through the real pi command line", { concurre
       [],
       "no bash call was allowed on the host",
     );
-    const ran = witnesses();
+    // The witnesses went with pi's session folder when it ended: whether each ran is not known here.
     ["cli-let", "cli-config-parameters", "cli-cd-symlink", "cli-inside"].forEach((id, i) => {
-      const witness = id === "cli-cd-symlink" ? `${TAG}-evil-fsmonitor-cli-cd-symlink` : `${TAG}-${id}`;
       rows.push({
         session: "pi-cli",
         id,
@@ -602,7 +607,7 @@ describe("host execution spellings through the real pi command line", { concurre
         route: ds[i]!.route,
         outcome: ds[i]!.outcome,
         effects: "-",
-        ranInSandbox: id === "cli-inside" ? true : ran.includes(witness),
+        ranInSandbox: id === "cli-inside" ? true : undefined,
       });
     });
   });
@@ -624,8 +629,8 @@ describe("two sessions on one workspace", { concurrency: false }, () => {
     const b = await startPi({ root: a.root, cwd: a.cwd });
     try {
       mkdirSync(join(a.cwd, "race"));
-      const started = join(SANDBOX_TMP, `${TAG}-race-started`);
-      const go = join(SANDBOX_TMP, `${TAG}-race-go`);
+      // In A's session folder, wherever that is: the one its command leaves the start witness in.
+      const startedIn = () => witnesses().find((p) => p.endsWith(`${TAG}-race-started`));
       // A writes into race/, then waits (bounded) for the host to say go.
       a.faux.setResponses([
         call("bash", {
@@ -635,8 +640,10 @@ describe("two sessions on one workspace", { concurrency: false }, () => {
       ]);
       b.faux.setResponses([call("bash", { command: `rmdir race && ln -s ${OUT} race` }), done()]);
       const pa = a.session.prompt("write into race");
-      for (let i = 0; i < 200 && !existsSync(started); i++) await new Promise((r) => setTimeout(r, 50));
-      assert.ok(existsSync(started), "A's command started");
+      for (let i = 0; i < 200 && !startedIn(); i++) await new Promise((r) => setTimeout(r, 50));
+      const started = startedIn();
+      assert.ok(started, "A's command started");
+      const go = join(dirname(started), `${TAG}-race-go`);
       await b.session.prompt("replace race by a link");
       const bDecision = decisions(b).find((d) => d.tool === "bash");
       assert.equal(bDecision?.outcome, "sandboxed");

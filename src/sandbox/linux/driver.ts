@@ -102,6 +102,8 @@ function bwrapVersion(bwrap: string, runDir: string): { version: string } | { pr
   const stamp = `${bwrap}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
   const file = join(runDir, "bwrap-version.json");
   try {
+    // Read only from a folder known to be ours: one someone else planted could name any version.
+    ensureRunDir(runDir);
     const known = JSON.parse(readFileSync(file, "utf8")) as { stamp?: unknown; version?: unknown };
     if (known.stamp === stamp && typeof known.version === "string" && /^\d+\.\d+(\.\d+)?$/.test(known.version)) return { version: known.version };
   } catch {
