@@ -34,6 +34,24 @@ export function defaultTmpRootPath(base: string = tmpdir()): string {
   return join(base, `pi-auto-mode-${uid}`);
 }
 
+/** Sessions with folders: what a process exit without a session end (a test, `process.exit`) still removes. */
+const open = new Set<TempSession>();
+let exitHook = false;
+function track(session: TempSession): void {
+  open.add(session);
+  if (exitHook) return;
+  exitHook = true;
+  process.once("exit", () => {
+    for (const s of open) {
+      try {
+        s.close();
+      } catch {
+        // what cannot be removed stays until the system clears its temp dir
+      }
+    }
+  });
+}
+
 export class TempSession {
   private readonly base: string;
   /** Session folder by root. */
@@ -64,6 +82,7 @@ export class TempSession {
     const made = freshPrivateDir(root.root, "session-");
     if (!made.ok) return { ok: false, root: root.root, reason: `the temporary root ${root.root} cannot hold this session's folder: ${made.reason}` };
     this.folders.set(root.root, made.path);
+    track(this);
     return { ok: true, root: root.root, path: made.path, ...(note ? { note } : {}) };
   }
 
@@ -73,6 +92,7 @@ export class TempSession {
     this.folders.clear();
     if (this.chosen?.fresh) removePrivateDir(this.chosen.root);
     this.chosen = undefined;
+    open.delete(this);
   }
 
   private configuredRoot(root: string): { ok: true; root: string } | { ok: false; root: string; reason: string } {

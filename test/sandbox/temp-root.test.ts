@@ -7,6 +7,7 @@
 // paths root planted before it, and by paths it planted itself.
 
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import {
   chmodSync,
   chownSync,
@@ -312,6 +313,18 @@ describe("sessions do not share a temporary folder", () => {
     assert.deepEqual(readdirSync(victim), ["existing"]);
     assert.equal(statSync(victim).mode & 0o777, 0o700, "the link's target kept its mode");
   });
+});
+
+test("a process that exits without ending its session still removes the session's folder", () => {
+  const sysTemp = systemTemp();
+  const module = new URL("../../src/state/temp-root.ts", import.meta.url).href;
+  const script = `const { TempSession } = await import(${JSON.stringify(module)}); const f = new TempSession({ base: ${JSON.stringify(sysTemp)} }).folder(undefined); console.log(f.ok ? f.path : "refused: " + f.reason); process.exit(3);`;
+  const r = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8" });
+  assert.equal(r.status, 3, r.stderr);
+  const made = r.stdout.trim();
+  assert.match(made, /\/session-[^/]+$/);
+  assert.equal(existsSync(dirname(made)), true, "the root stays");
+  assert.equal(existsSync(made), false, "the session's folder went with the process");
 });
 
 describe("the temp root's other pass", () => {
