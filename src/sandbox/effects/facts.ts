@@ -9,13 +9,14 @@
 //
 // Plain data out (it crosses the spawner's IPC channel): judging happens elsewhere.
 
-import { lstatSync, readdirSync, type BigIntStats, type Dirent, type Stats } from "node:fs";
+import { lstatSync, type BigIntStats, type Dirent, type Stats } from "node:fs";
 import { join } from "node:path";
 import { isRegenerableName } from "../../policy/places.ts";
 import { identityOf, type Identity } from "./identity.ts";
 import { readRefs, type RefSnapshot } from "./git/refs.ts";
 import { readIndex } from "./git/index-file.ts";
 import { specialEntriesIn } from "./landing.ts";
+import { listDir } from "./stage-read.ts";
 
 export type EntryType = "file" | "dir" | "symlink" | "other";
 
@@ -110,7 +111,7 @@ function collectRoot(r: FactsPlanRoot, viewPrefix: string, max: number): RootFac
   const badNames: string[] = [];
   /** Names of a folder; one that is not valid UTF-8 would not name the same entry again. */
   const namesOf = (dir: string, rel: string, written = false): string[] => {
-    const raw = readdirSync(dir, { encoding: "buffer" });
+    const raw = listDir(dir, { encoding: "buffer" });
     const out: string[] = [];
     for (const b of raw) {
       const n = b.toString("utf8");
@@ -260,8 +261,8 @@ function replacedWhole(upper: string, merged: string): boolean {
     let up: Dirent[];
     let mv: string[];
     try {
-      up = readdirSync(u, { withFileTypes: true });
-      mv = readdirSync(m);
+      up = listDir(u, { withFileTypes: true });
+      mv = listDir(m);
     } catch {
       return false;
     }
@@ -288,7 +289,7 @@ function repositoriesIn(dir: string, rel: string): { repos: string[]; complete: 
     const [d, r] = stack.pop()!;
     let entries: Dirent[];
     try {
-      entries = readdirSync(d, { withFileTypes: true });
+      entries = listDir(d, { withFileTypes: true });
     } catch {
       continue;
     }

@@ -4,9 +4,9 @@
 // of them would run code on the host the next time the user runs git, so such changes are held
 // like changes under a protected name. Read without running git; every file is bounded.
 
-import { lstatSync, readFileSync } from "node:fs";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { isWithin } from "../../policy/places.ts";
+import { readTextBounded } from "./stage-read.ts";
 
 const MAX_CONFIG_BYTES = 1 << 20;
 const MAX_INCLUDES = 16;
@@ -81,13 +81,7 @@ function unquote(raw: string): string {
 }
 
 function readBounded(p: string): string | undefined {
-  try {
-    const st = lstatSync(p);
-    if (!st.isFile() || st.size > MAX_CONFIG_BYTES) return undefined;
-    return readFileSync(p, "utf8");
-  } catch {
-    return undefined;
-  }
+  return readTextBounded(p, MAX_CONFIG_BYTES);
 }
 
 function expandHome(p: string, home: string): string {

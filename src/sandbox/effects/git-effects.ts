@@ -12,7 +12,7 @@
 // - a stash entry dropped whose changes are in the work tree afterwards (a pop): applied;
 // - anything else that deletes or rewinds a ref, moves a tag or touches refs/replace: held.
 
-import { lstatSync, readFileSync } from "node:fs";
+import { lstatSync } from "node:fs";
 import { isWithin, protectedComponent } from "../../policy/places.ts";
 import { join, relative, sep } from "node:path";
 import type { Change, GitAfter, RootFacts } from "./facts.ts";
@@ -23,6 +23,7 @@ import { commitsBetween, isAncestor, reachableFromAny } from "./git/history.ts";
 import { readIndex, type GitIndex } from "./git/index-file.ts";
 import { hashObject, openObjectStore, parseCommit, parseTree, treeEntryAt, type ObjectStore } from "./git/objects.ts";
 import { objectFormat, readRefs, reflogOids, type RefSnapshot } from "./git/refs.ts";
+import { readFileBounded, readTextBounded } from "./stage-read.ts";
 
 /** Whether content removed from the work tree can come back from git. */
 export interface Recoverable {
@@ -287,20 +288,18 @@ function inWorkspaceWorktree(repo: RepoLocation, rel: string): string | undefine
 /** A todo line git runs as a shell command: `exec CMD` or `x CMD` (also after a `break`). */
 const TODO_EXEC = /^\s*(exec|x)\s/m;
 
+/** A small state file's text ("" for anything that is not a regular file of at most 1 MiB). */
 function readSmall(p: string): string {
-  try {
-    return readFileSync(p, "utf8").slice(0, 1 << 20);
-  } catch {
-    return "";
-  }
+  return readTextBounded(p) ?? "";
 }
 
+/** Git objects and reflogs compared whole: past this they count as different (held). */
+const MAX_COMPARED_GIT_FILE = 64 * 2 ** 20;
+
 function sameBytes(a: string, b: string): boolean {
-  try {
-    return readFileSync(a).equals(readFileSync(b));
-  } catch {
-    return false;
-  }
+  const x = readFileBounded(a, MAX_COMPARED_GIT_FILE);
+  const y = x && readFileBounded(b, MAX_COMPARED_GIT_FILE);
+  return x !== undefined && y !== undefined && x.equals(y);
 }
 
 /** A removed reflog that was a file (a ref's log), not a folder of them. */
@@ -309,13 +308,9 @@ function isFileRefLog(l: { abs: string }): boolean {
 }
 
 function isAppend(lowerPath: string, upperPath: string): boolean {
-  try {
-    const a = readFileSync(lowerPath);
-    const b = readFileSync(upperPath);
-    return b.length >= a.length && b.subarray(0, a.length).equals(a);
-  } catch {
-    return false;
-  }
+  const a = readFileBounded(lowerPath, MAX_COMPARED_GIT_FILE);
+  const b = a && readFileBounded(upperPath, MAX_COMPARED_GIT_FILE);
+  return a !== undefined && b !== undefined && b.length >= a.length && b.subarray(0, a.length).equals(a);
 }
 
 function commitOf(store: ObjectStore, oid: string | undefined) {
@@ -506,11 +501,8 @@ function stashApplied(j: RefJudge, w: string): boolean {
       continue;
     }
     if (!afterPath) return false;
-    try {
-      if (hashObject("blob", readFileSync(afterPath), want.oid.length === 64 ? "sha256" : "sha1") !== want.oid) return false;
-    } catch {
-      return false;
-    }
+    const content = readFileBounded(afterPath, MAX_COMPARED_GIT_FILE);
+    if (!content || hashObject("blob", content, want.oid.length === 64 ? "sha256" : "sha1") !== want.oid) return false;
   }
   return true;
 }

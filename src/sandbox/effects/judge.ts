@@ -7,7 +7,7 @@
 // - discard: what no reviewer may let through (auto mode's own files), or what could not be read.
 // Held effects are all-or-nothing: a command's effects are one change, applied whole or not at all.
 
-import { lstatSync, readdirSync, readFileSync, type BigIntStats } from "node:fs";
+import { lstatSync, type BigIntStats } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
 import { minimatch } from "minimatch";
 import pathData from "../../policy/data/paths.json" with { type: "json" };
@@ -19,6 +19,7 @@ import { changedSince, identityAt, identityOf, type Identity } from "./identity.
 import { lostBytes } from "./retention.ts";
 import { gitConfigPaths } from "./git-config.ts";
 import type { EffectPolicy } from "./rules.ts";
+import { listDir, readFileBounded, readTextBounded } from "./stage-read.ts";
 
 /** One change the effects apply, in terms of real paths. */
 export type ApplyOp =
@@ -210,6 +211,11 @@ export function judgeEffects(input: JudgeInput): EffectJudgement {
     for (const { root, change } of changes) {
       const abs = join(root.root, change.rel);
       if (g.skipped.some((s) => s.path === abs) || g.conflicts.some((c) => c.path === abs)) continue;
+      // A FIFO, socket or device in git's folder is never applied, as anywhere else.
+      if (change.op === "write" && change.type === "other") {
+        skipped.push({ path: abs, why: "a special file (FIFO, socket or device) is never applied" });
+        continue;
+      }
       plainOp(root, change, abs, ops);
     }
   }
@@ -261,12 +267,12 @@ export function judgeEffects(input: JudgeInput): EffectJudgement {
 function isNewWorktreeLink(c: Change, abs: string, repo: RepoLocation, afterPath: AfterPath): boolean {
   if (c.op !== "write" || c.type !== "file" || c.before !== null || !abs.endsWith(`${sep}.git`)) return false;
   const p = afterPath(abs);
-  const m = p ? /^gitdir: (.+)\n?$/.exec(readFileSync(p, "utf8").slice(0, 4096)) : null;
+  const m = p ? /^gitdir: (.+)\n?$/.exec(readTextBounded(p, 4096) ?? "") : null;
   if (!m) return false;
   const admin = m[1]!;
   if (dirname(admin) !== join(repo.commonDir, "worktrees") || lstatSync(admin, { throwIfNoEntry: false })) return false;
   const back = afterPath(join(admin, "gitdir"));
-  return back !== null && readFileSync(back, "utf8").trim() === abs;
+  return back !== null && readTextBounded(back, 4096)?.trim() === abs;
 }
 
 /** The workspace's repository: its own `.git` folder, or the git dir a `.git` file names (worktree, submodule). */
@@ -454,15 +460,7 @@ function isInsideNewTree(rf: RootFacts, rel: string): boolean {
 }
 const parentOf = (rel: string) => (rel.includes(sep) ? rel.slice(0, rel.lastIndexOf(sep)) : "");
 
-function readBounded(p: string, max: number): Buffer | undefined {
-  try {
-    const st = lstatSync(p);
-    if (!st.isFile() || st.size > max) return undefined;
-    return readFileSync(p);
-  } catch {
-    return undefined;
-  }
-}
+const readBounded = readFileBounded;
 
 function lossOfOverwrite(input: JudgeInput, rec: Recoverable, c: Extract<Change, { op: "write" }>, abs: string, source: string, beforeId: Identity): LostFile {
   const { maxCompareBytes } = input.policy.loss;
@@ -521,7 +519,7 @@ function inspectRemovedTree(
     const dirRel = stack.pop()!;
     let names: string[];
     try {
-      names = readdirSync(join(rf.root, dirRel));
+      names = listDir(join(rf.root, dirRel));
     } catch {
       continue;
     }

@@ -73,10 +73,10 @@ export function copyEntry(from: string, to: string): void {
   const st = lstatSync(from);
   if (st.isSymbolicLink()) symlinkSync(readlinkSync(from), to);
   else if (st.isDirectory()) cpSync(from, to, { recursive: true, preserveTimestamps: true, verbatimSymlinks: true, errorOnExist: true, force: false });
-  else {
+  else if (st.isFile()) {
     copyFileSync(from, to);
     utimesSync(to, st.atime, st.mtime);
-  }
+  } else throw new Error(`${from} is not a file, folder or symlink (a FIFO or device is never copied: opening one can block)`);
 }
 
 /**

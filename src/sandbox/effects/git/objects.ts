@@ -10,10 +10,11 @@
 // answer undefined instead of throwing.
 
 import { createHash } from "node:crypto";
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync } from "node:fs";
+import { closeSync, lstatSync, readSync } from "node:fs";
 import { join } from "node:path";
 import { inflateSync } from "node:zlib";
 import { hashLength, isOid, readFileBounded, type ObjectFormat } from "./bounded.ts";
+import { listDir, openRegular } from "../stage-read.ts";
 
 export { hashLength, isOid, readFileBounded, type ObjectFormat };
 
@@ -354,19 +355,15 @@ function packFd(p: PackIndex, format: ObjectFormat): number | undefined {
   if (p.fd === null) return undefined;
   if (p.fd !== undefined) return p.fd;
   p.fd = null;
-  let fd: number;
-  try {
-    fd = openSync(p.packPath, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch {
-    return undefined;
-  }
+  const opened = openRegular(p.packPath);
+  if (!opened) return undefined;
+  const { fd, size } = opened;
   const hl = hashLength(format);
   let ok = false;
   try {
-    const st = fstatSync(fd);
-    if (st.isFile() && st.size >= 12 + hl) {
+    if (size >= 12 + hl) {
       const head = readAt(fd, 12, 0);
-      const tail = readAt(fd, hl, st.size - hl);
+      const tail = readAt(fd, hl, size - hl);
       ok =
         head !== undefined &&
         tail !== undefined &&
@@ -374,7 +371,7 @@ function packFd(p: PackIndex, format: ObjectFormat): number | undefined {
         [2, 3].includes(head.readUInt32BE(4)) &&
         head.readUInt32BE(8) === p.count &&
         tail.equals(p.packChecksum);
-      p.packEnd = st.size - hl;
+      p.packEnd = size - hl;
     }
   } catch {
     ok = false;
@@ -562,7 +559,7 @@ export function openObjectStore(dirs: readonly string[], format: ObjectFormat = 
     d.packs = [];
     let names: string[];
     try {
-      names = readdirSync(join(d.path, "pack"))
+      names = listDir(join(d.path, "pack"))
         .filter((n) => n.endsWith(".idx"))
         .sort();
     } catch {

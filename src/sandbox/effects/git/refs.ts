@@ -7,9 +7,10 @@
 // other non-regular files where a ref should be are refused, so a hostile repository cannot point
 // us at a FIFO or a device.
 
-import { lstatSync, readdirSync, type Stats } from "node:fs";
+import { lstatSync, type Stats } from "node:fs";
 import { join } from "node:path";
 import { isOid, readFileBounded, type ObjectFormat } from "./bounded.ts";
+import { listDir } from "../stage-read.ts";
 
 export type Head = { kind: "symbolic"; target: string } | { kind: "detached"; oid: string };
 
@@ -73,7 +74,7 @@ function looseRefs(gitDir: string, format: ObjectFormat): Map<string, RefValue> 
     const { rel, depth } = stack.pop()!;
     let names: string[];
     try {
-      names = readdirSync(join(gitDir, rel));
+      names = listDir(join(gitDir, rel));
     } catch (e) {
       if (rel === "refs" && (e as NodeJS.ErrnoException).code === "ENOENT") return out;
       return undefined;
