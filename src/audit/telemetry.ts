@@ -77,7 +77,7 @@ export interface SandboxRunEvent {
   readonly exit: SandboxExitClass;
   /** What became of a staged run's changes ("unstaged": the run had no effect report). */
   readonly effects: "unstaged" | "nothing" | "applied" | "discarded";
-  readonly discardedWhy: "held" | "unreadable" | "forbidden" | "stopped" | "failed" | "none";
+  readonly discardedWhy: "held" | "unreadable" | "forbidden" | "stopped" | "failed" | "deadline" | "none";
   readonly created: number;
   readonly modified: number;
   readonly deleted: number;
@@ -168,7 +168,7 @@ const FAILURES: Readonly<Record<FailureClass, true>> = {
   internal: true,
 };
 const RISKS: Readonly<Record<RiskLevel, true>> = { low: true, medium: true, high: true, critical: true };
-const WHY = { held: true, unreadable: true, forbidden: true, stopped: true, failed: true } as const;
+const WHY = { held: true, unreadable: true, forbidden: true, stopped: true, failed: true, deadline: true } as const;
 
 function oneOf<K extends string>(set: Readonly<Record<K, true>>, v: unknown): K | undefined {
   return typeof v === "string" && Object.hasOwn(set, v) ? (v as K) : undefined;

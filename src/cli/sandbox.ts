@@ -32,8 +32,9 @@ Options:
   -h, --help         show this help
 
 Exit status: the command's; 122 when its changes were held or could not be applied and so
-were discarded; 124 when it timed out; 125 when the sandbox is unavailable or could not run
-the command (the reason is printed); 130 when interrupted.
+were discarded; 124 when it timed out (also while its changes were judged: then none are
+applied); 125 when the sandbox is unavailable or could not run the command (the reason is
+printed); 130 when interrupted (likewise).
 `;
 
 const SPEC: CommandSpec = { flags: { cwd: "string", timeout: "string" }, positionals: [], rest: true };
@@ -50,7 +51,13 @@ export function commandLine(words: readonly string[]): string {
   return words.length === 1 ? words[0]! : words.map(shellQuote).join(" ");
 }
 
-export async function runSandbox(argv: readonly string[], io: Io): Promise<number> {
+/** What a test hands in place of the real thing. */
+export interface SandboxDeps {
+  /** The judgement's worker (judge-run.ts); the real one by default. */
+  readonly judgeEntry?: URL;
+}
+
+export async function runSandbox(argv: readonly string[], io: Io, deps: SandboxDeps = {}): Promise<number> {
   const args = parseArgs("sandbox", argv, SPEC);
   if (args.help) {
     io.out(SANDBOX_HELP);
@@ -89,7 +96,7 @@ export async function runSandbox(argv: readonly string[], io: Io): Promise<numbe
   if (folder.note) io.err(`pi-auto-mode sandbox: ${folder.note}\n`);
   const places = buildPlaces({ workspace: cwd, tmpRoot: folder.path, home, agentDir, selfPaths: selfPaths(agentDir) });
   try {
-    return await runOne(io, { rest: args.rest, cwd, timeout, agentDir, places, config, undoBounds });
+    return await runOne(io, { rest: args.rest, cwd, timeout, agentDir, places, config, undoBounds }, deps);
   } finally {
     temp.close();
   }
@@ -106,6 +113,7 @@ async function runOne(
     readonly config: { readonly ok: true; readonly config: PolicyConfig };
     readonly undoBounds: typeof UndoBoundsOf;
   },
+  deps: SandboxDeps,
 ): Promise<number> {
   const { cwd, timeout, agentDir, places, config } = a;
   const protectedGlobs = config.config.protectedPaths;
@@ -137,6 +145,7 @@ async function runOne(
   process.once("SIGTERM", onSignal);
   try {
     const command = commandLine(a.rest);
+    const startedAt = Date.now();
     const r = await controller.run(
       {
         command,
@@ -146,7 +155,19 @@ async function runOne(
         shell,
         workspace: status.backend === "sandboxed" ? "staged" : "direct",
         // No reviewer here: held effects are discarded (P17).
-        settle: (end) => settleEffects({ ...end, places, protectedGlobs, command, store, bounds }),
+        // Ctrl-C and --timeout hold while the effects are judged too: the judgement stops, nothing is applied.
+        settle: (end) =>
+          settleEffects({
+            ...end,
+            places,
+            protectedGlobs,
+            command,
+            store,
+            bounds,
+            signal: abort.signal,
+            ...(timeout !== undefined ? { deadlineMs: Math.max(1, timeout * 1000 - (Date.now() - startedAt)) } : {}),
+            ...(deps.judgeEntry ? { judgeEntry: deps.judgeEntry } : {}),
+          }),
       },
       { onData: (b) => io.out(b.toString("utf8")), signal: abort.signal, timeout },
     );
@@ -154,6 +175,11 @@ async function runOne(
       case "exited": {
         const text = r.effects ? reportText(r.effects, places.workspace) : "";
         if (text) io.err(`${text}\n`);
+        if (r.effects?.outcome === "discarded" && r.effects.why === "stopped" && abort.signal.aborted) return SANDBOX_EXIT.interrupted;
+        if (r.effects?.outcome === "discarded" && r.effects.why === "deadline" && timeout !== undefined) {
+          io.err(`pi-auto-mode sandbox: timed out after ${timeout} s while its changes were judged; they were not applied\n`);
+          return SANDBOX_EXIT.timeout;
+        }
         if (r.effects?.outcome === "discarded") {
           io.err(`pi-auto-mode sandbox: the command exited with ${r.exitCode}; its changes were not applied\n`);
           return SANDBOX_EXIT.discarded;

@@ -16,11 +16,21 @@ import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import type { Job, Outcome } from "../helpers/staged-once.ts";
+import { runSandbox } from "../../src/cli/sandbox.ts";
+import { judgeOffThread, type JudgeJob } from "../../src/sandbox/effects/judge-run.ts";
+import { reportText } from "../../src/sandbox/effects/report.ts";
+import { settleEffects } from "../../src/sandbox/effects/settle.ts";
+import { effectStore } from "../../src/sandbox/effects/store.ts";
+import { DEFAULT_UNDO_BOUNDS } from "../../src/sandbox/effects/undo.ts";
+import { buildPlaces } from "../../src/policy/places.ts";
+import { createController } from "../../src/sandbox/controller.ts";
 import { canRunAsNobody, runAsNobody } from "../helpers/nobody-pass.ts";
 
 const HERE = fileURLToPath(import.meta.url);
 const REPO = join(HERE, "..", "..", "..");
 const ONCE = join(REPO, "test", "helpers", "staged-once.ts");
+/** A judgement thread that never answers. */
+const STUCK = new URL("../helpers/stuck-judge-worker.ts", import.meta.url);
 const IS_ROOT = process.getuid?.() === 0;
 const WHO = IS_ROOT ? "root" : `uid ${process.getuid?.()}`;
 const CHILD_FLAG = "PI_AUTO_MODE_JUDGE_BOUNDS_CHILD";
@@ -368,5 +378,136 @@ describe("every host read of a staged path goes through the one bounded reader",
 
   test("no read of a staged path outside stage-read.ts (facts, judge, git readers, apply, undo, the run's handling)", () => {
     assert.deepEqual(stageReadViolations(files), []);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// The judgement's deadline and abort: a judgement that never ends holds the effects, and the
+// agent's event loop, Esc and Ctrl-C stay live meanwhile.
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A workspace with one staged new file, as a run leaves it, for a judgement of its own. */
+function oneFileJob(): { job: JudgeJob; ws: string; tmp: string; agentDir: string } {
+  const root = join(scratch, `job-${++seq}`);
+  const ws = join(root, "ws");
+  const upper = join(root, "upper");
+  const tmp = join(root, "tmp");
+  const agentDir = join(root, "home", ".pi", "agent");
+  for (const d of [ws, upper, tmp, agentDir]) mkdirSync(d, { recursive: true });
+  writeFileSync(join(upper, "a.txt"), "a\n");
+  const places = buildPlaces({ workspace: ws, tmpRoot: tmp, home: join(root, "home"), agentDir, selfPaths: [] });
+  const job: JudgeJob = {
+    run: { id: "r", dir: root, roots: [{ root: ws, upper, kind: "workspace" } as never], marker: join(root, "marker") },
+    startCtimeNs: 0n,
+    facts: {
+      ok: true,
+      roots: [
+        {
+          root: ws,
+          upper,
+          changes: [{ op: "write", rel: "a.txt", type: "file", before: null, beforeId: null, size: 2, mode: 0o644 }],
+          truncated: false,
+          gitAfter: [],
+          badNames: [],
+        },
+      ],
+    },
+    places,
+    protectedGlobs: [],
+    store: effectStore(agentDir),
+  };
+  return { job, ws, tmp, agentDir };
+}
+
+describe("the judgement has a deadline and yields to an abort", () => {
+  test("the real judgement thread answers (and leaves the process free to exit: this file ends)", async () => {
+    const { job } = oneFileJob();
+    const r = await judgeOffThread(job);
+    assert.equal(r.kind, "judged", JSON.stringify(r));
+    assert.equal(r.kind === "judged" && r.judgement.verdict, "apply");
+  });
+
+  test("a judgement that never answers ends at its deadline, and the event loop ran meanwhile", async () => {
+    const { job } = oneFileJob();
+    let ticks = 0;
+    const tick = setInterval(() => ticks++, 20);
+    const r = await judgeOffThread(job, { entry: STUCK, deadlineMs: 600 });
+    clearInterval(tick);
+    assert.deepEqual(r, { kind: "deadline", ms: 600 });
+    assert.ok(ticks >= 3, `the event loop was not held (${ticks} ticks)`);
+  });
+
+  test("an abort (Esc) during the judgement ends it at once", async () => {
+    const { job, tmp } = oneFileJob();
+    const abort = new AbortController();
+    const pending = judgeOffThread(job, { entry: STUCK, deadlineMs: 600_000, signal: abort.signal });
+    while (!existsSync(join(tmp, "judging"))) await sleep(20);
+    abort.abort();
+    assert.deepEqual(await pending, { kind: "aborted" });
+  });
+
+  test("settleEffects past the deadline applies nothing and says why", async () => {
+    const { job, ws } = oneFileJob();
+    const r = await settleEffects({ ...job, command: "touch a.txt", bounds: DEFAULT_UNDO_BOUNDS, deadlineMs: 500, judgeEntry: STUCK });
+    assert.equal(r.outcome, "discarded");
+    assert.equal(r.outcome === "discarded" && r.why, "deadline");
+    assert.equal(existsSync(join(ws, "a.txt")), false, "nothing applied");
+    assert.match(reportText(r, ws), /None of the command's changes to the workspace were applied: judging its effects took longer than 1 s/);
+  });
+
+  test("the same job with the real judgement applies its file (the deadline is what held it)", async () => {
+    const { job, ws } = oneFileJob();
+    const r = await settleEffects({ ...job, command: "touch a.txt", bounds: DEFAULT_UNDO_BOUNDS });
+    assert.equal(r.outcome, "applied", JSON.stringify(r));
+    assert.equal(readFileSync(join(ws, "a.txt"), "utf8"), "a\n");
+  });
+});
+
+describe(`pi-auto-mode sandbox honours Ctrl-C and --timeout while the effects are judged, as ${WHO}`, () => {
+  let unavailable: string | undefined;
+  before(async () => {
+    const c = createController();
+    const st = await c.ready();
+    await c.drain();
+    if (st.backend !== "sandboxed") unavailable = `the staged sandbox is unavailable here (${st.backend}: ${st.reason})`;
+  });
+
+  function cliFixture() {
+    const root = join(scratch, `cli-${++seq}`);
+    const ws = join(root, "ws");
+    const home = join(root, "home");
+    const tmp = join(root, "tmp");
+    for (const d of [ws, join(home, ".pi", "agent"), tmp]) mkdirSync(d, { recursive: true });
+    writeFileSync(join(home, ".pi", "agent", "auto-mode.json"), JSON.stringify({ version: 1, tmpRoot: tmp }));
+    const err: string[] = [];
+    const io = {
+      out: () => {},
+      err: (t: string) => void err.push(t),
+      env: { ...process.env, HOME: home, PI_CODING_AGENT_DIR: join(home, ".pi", "agent") },
+      cwd: ws,
+    };
+    return { ws, tmp, io, err };
+  }
+
+  test("SIGINT during the judgement: exit 130, nothing applied", { timeout: 120_000 }, async (t) => {
+    if (unavailable) return t.skip(unavailable);
+    const { ws, tmp, io, err } = cliFixture();
+    let ended = false;
+    const pending = runSandbox(["--", "echo made > made.txt"], io, { judgeEntry: STUCK }).finally(() => (ended = true));
+    while (!existsSync(join(tmp, "judging")) && !ended) await sleep(20);
+    assert.ok(existsSync(join(tmp, "judging")), `the judgement started: ${err.join("")}`);
+    process.kill(process.pid, "SIGINT");
+    assert.equal(await pending, 130, err.join(""));
+    assert.equal(existsSync(join(ws, "made.txt")), false, "nothing applied");
+  });
+
+  test("--timeout reached during the judgement: exit 124, nothing applied", { timeout: 120_000 }, async (t) => {
+    if (unavailable) return t.skip(unavailable);
+    const { ws, io, err } = cliFixture();
+    const code = await runSandbox(["--timeout", "8", "--", "echo made > made.txt"], io, { judgeEntry: STUCK });
+    assert.equal(code, 124, err.join(""));
+    assert.match(err.join(""), /timed out after 8 s while its changes were judged/);
+    assert.equal(existsSync(join(ws, "made.txt")), false, "nothing applied");
   });
 });

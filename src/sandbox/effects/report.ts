@@ -103,6 +103,8 @@ export function reportText(r: EffectReport, workspace: string): string {
       out.push(DENIAL_CLASSES["held-effects"].tail);
       return out.join("\n");
     }
+    if (r.why === "deadline")
+      return `[auto mode] None of the command's changes to the workspace were applied: ${r.detail}. Nothing was kept; run it again (in smaller steps) if its changes are wanted.`;
     if (r.why === "stopped") return `[auto mode] The command was stopped (${r.detail}), so none of its changes to the workspace were applied.`;
     return `[auto mode] None of the command's changes to the workspace were applied: ${r.detail}.`;
   }

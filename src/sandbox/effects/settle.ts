@@ -31,7 +31,12 @@ export interface SettleRequest {
   readonly store: EffectStore;
   readonly bounds: UndoBounds;
   readonly reviewer?: HeldReviewer;
+  /** Aborts the judgement (Esc, SIGINT): then nothing is applied. */
   readonly signal?: AbortSignal;
+  /** How long the judgement may take (judge-run.ts JUDGE_DEADLINE_MS by default): past it nothing is applied. */
+  readonly deadlineMs?: number;
+  /** The judgement's worker (tests hand one that never answers); judge-worker.ts by default. */
+  readonly judgeEntry?: URL;
   /** Keep held effects for the user's approval (the run's folders then belong to the handle). */
   readonly keep?: (req: Omit<KeepRequest, "run" | "store" | "workspace" | "bounds">) => KeptEffects | undefined;
 }
@@ -46,7 +51,7 @@ export type EffectReport =
     }
   | {
       readonly outcome: "discarded";
-      readonly why: "held" | "unreadable" | "forbidden" | "stopped" | "failed";
+      readonly why: "held" | "unreadable" | "forbidden" | "stopped" | "failed" | "deadline";
       readonly detail: string;
       readonly judgement?: EffectJudgement;
       readonly rationale?: string;
@@ -68,26 +73,27 @@ export async function settleEffects(req: SettleRequest): Promise<EffectReport> {
   let applyEffects: typeof import("./apply.ts").applyEffects;
   let heldSummary: typeof import("./report.ts").heldSummary;
   try {
-    const [{ judgeEffects }, { effectPolicy }, { agentCreatedIn }, { recentLoss }, apply, report] = await Promise.all([
-      import("./judge.ts"),
-      import("./rules.ts"),
-      import("./provenance.ts"),
-      import("./undo.ts"),
-      import("./apply.ts"),
-      import("./report.ts"),
-    ]);
+    const [{ judgeOffThread }, apply, report] = await Promise.all([import("./judge-run.ts"), import("./apply.ts"), import("./report.ts")]);
     applyEffects = apply.applyEffects;
     heldSummary = report.heldSummary;
-    judgement = judgeEffects({
-      run: req.run,
-      startCtimeNs: req.startCtimeNs,
-      facts: req.facts,
-      places: req.places,
-      protectedGlobs: req.protectedGlobs,
-      policy: effectPolicy(),
-      agentCreated: agentCreatedIn(req.store, req.places.workspace),
-      recentLoss: recentLoss(req.store, req.places.workspace, effectPolicy().loss.windowMs),
-    });
+    const judged = await judgeOffThread(
+      { run: req.run, startCtimeNs: req.startCtimeNs, facts: req.facts, places: req.places, protectedGlobs: req.protectedGlobs, store: req.store },
+      {
+        ...(req.deadlineMs !== undefined ? { deadlineMs: req.deadlineMs } : {}),
+        ...(req.signal ? { signal: req.signal } : {}),
+        ...(req.judgeEntry ? { entry: req.judgeEntry } : {}),
+      },
+    );
+    // Past the deadline, or stopped by the user: nothing is applied, and the result says why (P18).
+    if (judged.kind === "deadline")
+      return {
+        outcome: "discarded",
+        why: "deadline",
+        detail: `judging its effects took longer than ${Math.round(judged.ms / 1000)} s, so they were held and not applied`,
+      };
+    if (judged.kind === "aborted") return { outcome: "discarded", why: "stopped", detail: "it was interrupted while its effects were judged" };
+    if (judged.kind === "failed") throw new Error(judged.message);
+    judgement = judged.judgement;
   } catch (e) {
     // A judge that fails never lets anything through (P5).
     return { outcome: "discarded", why: "failed", detail: `the effects could not be judged: ${(e as Error).message}` };
