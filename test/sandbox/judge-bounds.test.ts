@@ -511,3 +511,59 @@ describe(`pi-auto-mode sandbox honours Ctrl-C and --timeout while the effects ar
     assert.equal(existsSync(join(ws, "made.txt")), false, "nothing applied");
   });
 });
+
+// ---------------------------------------------------------------------------------------------
+// The report says what was applied, not what the command did (issue 22 item 6).
+
+describe("the report counts what was applied", () => {
+  const id = { ino: "1", size: "3", mtimeNs: "1", ctimeNs: "1", type: 0o100000 };
+  const ws = "/ws";
+  const ops = [
+    { kind: "put", target: "/ws/a.txt", source: "/up/a.txt", type: "file", before: id, keep: true, stripSetid: false },
+    { kind: "put", target: "/ws/b.txt", source: "/up/b.txt", type: "file", before: id, keep: true, stripSetid: false },
+    { kind: "remove", target: "/ws/c.txt", before: id, type: "file", keep: true },
+  ] as const;
+  const judgement = (o: { ops?: readonly unknown[]; conflicts?: readonly { path: string; detail: string }[] }) =>
+    ({
+      verdict: "apply",
+      ops: o.ops ?? ops,
+      held: [],
+      conflicts: o.conflicts ?? [],
+      skipped: [],
+      counts: { created: 0, modified: 2, deleted: 1, gitChanged: 0 },
+      smallLoss: [],
+    }) as never;
+  const applied = (j: never, conflicts: readonly { path: string; detail: string }[], n: number) =>
+    ({ outcome: "applied", judgement: j, result: { applied: n, conflicts, undoId: n > 0 ? "u" : undefined, kept: true } }) as const;
+  const outside = (p: string) => ({ path: p, detail: "it changed outside the sandbox after the command ended" });
+
+  test("every change conflicted at the apply: none were applied, and each is named", () => {
+    const text = reportText(
+      applied(
+        judgement({}),
+        ops.map((o) => outside(o.target)),
+        0,
+      ),
+      ws,
+    );
+    assert.doesNotMatch(text, /changes were applied \(/);
+    assert.match(text, /^\[auto mode\] The command ran on a staged copy of the workspace; none of its changes were applied\./);
+    assert.match(text, /Not applied, because they also changed outside the sandbox: a\.txt .*b\.txt .*c\.txt/);
+  });
+
+  test("every change conflicted while the command ran: none were applied", () => {
+    const j = judgement({ ops: [], conflicts: ops.map((o) => ({ path: o.target, detail: "it also changed outside the sandbox while the command ran" })) });
+    const text = reportText(applied(j, [], 0), ws);
+    assert.match(text, /none of its changes were applied\./);
+  });
+
+  test("one of three conflicted: only the other two are counted as applied", () => {
+    const text = reportText(applied(judgement({}), [outside("/ws/b.txt")], 2), ws);
+    assert.match(text, /only some of its changes were applied \(1 changed, 1 removed\)\./);
+    assert.match(text, /Not applied, because they also changed outside the sandbox: b\.txt/);
+  });
+
+  test("nothing refused: the judgement's counts, as before", () => {
+    assert.match(reportText(applied(judgement({}), [], 3), ws), /its changes were applied \(2 changed, 1 removed\)\./);
+  });
+});

@@ -3,7 +3,7 @@
 
 import { relative } from "node:path";
 import type { EffectReport } from "./settle.ts";
-import type { EffectJudgement, HeldItem, LostFile } from "./judge.ts";
+import type { EffectCounts, EffectJudgement, HeldItem, LostFile } from "./judge.ts";
 import { DENIAL_CLASSES, denialHead } from "../../policy/denial.ts";
 
 const MAX_ITEMS = 12;
@@ -55,8 +55,7 @@ export function heldSummary(j: Extract<EffectJudgement, { verdict: "apply" | "ho
   return lines.join("\n");
 }
 
-function countsText(j: Extract<EffectJudgement, { verdict: "apply" | "hold" }>): string {
-  const c = j.counts;
+function countsText(c: EffectCounts): string {
   const parts = [
     c.created && `${c.created} created`,
     c.modified && `${c.modified} changed`,
@@ -64,6 +63,31 @@ function countsText(j: Extract<EffectJudgement, { verdict: "apply" | "hold" }>):
     c.gitChanged && `${c.gitChanged} in .git`,
   ].filter(Boolean);
   return parts.length > 0 ? parts.join(", ") : "no files";
+}
+
+/**
+ * What was applied, counted from the ops that were not refused (at the judgement or at the apply):
+ * one per target, a remove and a put of one path being one change.
+ */
+export function appliedCounts(r: Extract<EffectReport, { outcome: "applied" }>): { readonly counts: EffectCounts; readonly all: boolean } {
+  const j = r.judgement;
+  const refused = r.result.conflicts.map((c) => c.path);
+  const isRefused = (t: string) => refused.some((p) => t === p || t.startsWith(`${p}/`));
+  // Nothing refused or left out: the judgement's counts are what landed.
+  if (refused.length === 0 && j.conflicts.length === 0 && j.skipped.length === 0) return { counts: j.counts, all: true };
+  const kinds = new Map<string, "created" | "modified" | "deleted">();
+  for (const op of j.ops) {
+    if (isRefused(op.target)) continue;
+    const was = kinds.get(op.target);
+    if (op.kind === "remove") kinds.set(op.target, was ?? "deleted");
+    else kinds.set(op.target, was === "deleted" || op.before !== null ? "modified" : (was ?? "created"));
+  }
+  const counts = { created: 0, modified: 0, deleted: 0, gitChanged: 0 };
+  for (const [target, kind] of kinds) {
+    if (target.split("/").includes(".git")) counts.gitChanged++;
+    else counts[kind]++;
+  }
+  return { counts, all: refused.length === 0 && j.conflicts.length === 0 && j.skipped.length === 0 };
 }
 
 /** The text appended to the command's output; empty when the command changed nothing. */
@@ -74,8 +98,16 @@ export function reportText(r: EffectReport, workspace: string): string {
     if (r.outcome === "nothing") return "";
     if (r.outcome === "applied") {
       const j = r.judgement;
+      const { counts, all } = appliedCounts(r);
+      const landed = counts.created + counts.modified + counts.deleted + counts.gitChanged;
+      // Say what landed: all of it, some of it (and below, what did not), or none of it.
+      const what = all
+        ? `its changes were applied (${countsText(counts)})`
+        : landed === 0
+          ? "none of its changes were applied"
+          : `only some of its changes were applied (${countsText(counts)})`;
       out.push(
-        `[auto mode] The command ran on a staged copy of the workspace; its changes were applied (${countsText(j)}).${r.reviewed !== undefined ? ` They were held first, and the reviewer allowed them: ${r.reviewed}` : ""}`,
+        `[auto mode] The command ran on a staged copy of the workspace; ${what}.${r.reviewed !== undefined ? ` They were held first, and the reviewer allowed them: ${r.reviewed}` : ""}`,
       );
       if (j.smallLoss.length > 0)
         out.push(
