@@ -17,8 +17,23 @@ function list<T>(items: readonly T[], show: (t: T) => string): string {
   return items.length > MAX_ITEMS ? `${shown}, and ${items.length - MAX_ITEMS} more` : shown;
 }
 
-/** A path as the workspace names it. */
-const relIn = (ws: string) => (p: string) => (ws && (p === ws || p.startsWith(`${ws}/`)) ? relative(ws, p) || "." : p);
+/**
+ * Characters a name may hold that would act on whoever reads the result (a newline forging a line
+ * of this report, terminal escapes, bidirectional overrides reordering what is shown): shown as
+ * escapes instead. A path is a command's to choose, every byte of it.
+ */
+const ACTIVE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const ESCAPES: Readonly<Record<string, string>> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
+
+/** Text from a command (a path, a ref, a detail naming one) as one inert line. */
+export function printable(text: string): string {
+  const shown = text.replace(ACTIVE, (c) => ESCAPES[c] ?? `\\u${c.codePointAt(0)!.toString(16).padStart(4, "0")}`);
+  // A path past PATH_MAX says nothing more for being shown whole.
+  return shown.length > 600 ? `${shown.slice(0, 300)}…${shown.slice(-200)}` : shown;
+}
+
+/** A path as the workspace names it, shown inert. */
+const relIn = (ws: string) => (p: string) => printable(ws && (p === ws || p.startsWith(`${ws}/`)) ? relative(ws, p) || "." : p);
 
 function lostText(f: LostFile, rel: (p: string) => string): string {
   const what = f.how === "deleted" ? "deleted" : f.how === "emptied" ? "emptied" : "overwritten";
@@ -28,13 +43,13 @@ function lostText(f: LostFile, rel: (p: string) => string): string {
 export function heldItemText(h: HeldItem, rel: (p: string) => string = (p) => p): string {
   switch (h.kind) {
     case "protected-name":
-      return `changes a protected path: ${rel(h.path)} (under ${h.entry})`;
+      return `changes a protected path: ${rel(h.path)} (under ${printable(h.entry)})`;
     case "lost-content":
       return `loses ${kb(h.bytes)} of content git cannot give back${h.earlier ? ` (on top of ${kb(h.earlier)} the last commands here lost)` : ""}: ${list(h.files, (f) => lostText(f, rel))}`;
     case "git-ref":
-      return `${h.change === "replace-ref" ? "adds or changes" : h.change === "moved" ? "moves" : h.change === "deleted" ? "deletes" : "rewrites"} ${h.ref}: ${h.detail}`;
+      return `${h.change === "replace-ref" ? "adds or changes" : h.change === "moved" ? "moves" : h.change === "deleted" ? "deletes" : "rewrites"} ${printable(h.ref)}: ${printable(h.detail)}`;
     case "git-file":
-      return `changes ${rel(h.path)} in git's own folder: ${h.detail}`;
+      return `changes ${rel(h.path)} in git's own folder: ${printable(h.detail)}`;
     case "persistence":
       return `changes ${rel(h.path)}, a file that runs code or holds credentials later`;
     case "too-many-changes":
@@ -107,7 +122,7 @@ export function reportText(r: EffectReport, workspace: string): string {
           ? "none of its changes were applied"
           : `only some of its changes were applied (${countsText(counts)})`;
       out.push(
-        `[auto mode] The command ran on a staged copy of the workspace; ${what}.${r.reviewed !== undefined ? ` They were held first, and the reviewer allowed them: ${r.reviewed}` : ""}`,
+        `[auto mode] The command ran on a staged copy of the workspace; ${what}.${r.reviewed !== undefined ? ` They were held first, and the reviewer allowed them: ${printable(r.reviewed)}` : ""}`,
       );
       if (j.smallLoss.length > 0)
         out.push(
@@ -115,9 +130,9 @@ export function reportText(r: EffectReport, workspace: string): string {
         );
       if (r.result.conflicts.length > 0 || j.conflicts.length > 0)
         out.push(
-          `[auto mode] Not applied, because they also changed outside the sandbox: ${list([...j.conflicts, ...r.result.conflicts], (c) => `${rel(c.path)} (${c.detail})`)}.`,
+          `[auto mode] Not applied, because they also changed outside the sandbox: ${list([...j.conflicts, ...r.result.conflicts], (c) => `${rel(c.path)} (${printable(c.detail)})`)}.`,
         );
-      if (j.skipped.length > 0) out.push(`[auto mode] Not applied: ${list(j.skipped, (s) => `${rel(s.path)} (${s.why})`)}.`);
+      if (j.skipped.length > 0) out.push(`[auto mode] Not applied: ${list(j.skipped, (s) => `${rel(s.path)} (${printable(s.why)})`)}.`);
       return out.join("\n");
     }
     if (r.why === "held") {
@@ -128,7 +143,7 @@ export function reportText(r: EffectReport, workspace: string): string {
       out.push(
         r.noReviewer
           ? "No reviewer is set, so held changes are not applied (the user can choose one with /perm-auto-model)."
-          : `The reviewer did not allow them: ${r.rationale ?? "no reason given"}.`,
+          : `The reviewer did not allow them: ${printable(r.rationale ?? "no reason given")}.`,
       );
       // Without a kept copy the changes are gone: /perm-approve would have nothing to apply.
       out.push(`Next: ${r.kept ? DENIAL_CLASSES["held-effects"].next : "Nothing: these changes were not kept, so there is nothing to approve."}`);
@@ -136,8 +151,8 @@ export function reportText(r: EffectReport, workspace: string): string {
       return out.join("\n");
     }
     if (r.why === "deadline")
-      return `[auto mode] None of the command's changes to the workspace were applied: ${r.detail}. Nothing was kept; run it again (in smaller steps) if its changes are wanted.`;
-    if (r.why === "stopped") return `[auto mode] The command was stopped (${r.detail}), so none of its changes to the workspace were applied.`;
-    return `[auto mode] None of the command's changes to the workspace were applied: ${r.detail}.`;
+      return `[auto mode] None of the command's changes to the workspace were applied: ${printable(r.detail)}. Nothing was kept; run it again (in smaller steps) if its changes are wanted.`;
+    if (r.why === "stopped") return `[auto mode] The command was stopped (${printable(r.detail)}), so none of its changes to the workspace were applied.`;
+    return `[auto mode] None of the command's changes to the workspace were applied: ${printable(r.detail)}.`;
   }
 }
