@@ -14,7 +14,6 @@ import {
   lchownSync,
   lstatSync,
   mkdirSync,
-  readdirSync,
   realpathSync,
   renameSync,
   rmdirSync,
@@ -23,6 +22,7 @@ import {
   utimesSync,
 } from "node:fs";
 import { dirname, join } from "node:path";
+import { listDir } from "./stage-read.ts";
 
 export type Landing =
   /** `removed`: special entries (FIFOs, sockets, devices) taken out of a staged tree: never applied. */
@@ -50,7 +50,7 @@ export function prepareToLand(source: string, fresh = false): Landing {
       if (fresh) renewFolder(p, st);
       // A setgid folder gives its group to whatever is made in it later: the command's group choice.
       if ((st.mode & 0o6000) !== 0) chmodSync(p, st.mode & 0o1777);
-      for (const n of readdirSync(p)) {
+      for (const n of listDir(p)) {
         const child = join(p, n);
         const cst = lstatSync(child);
         if (isKept(cst)) stack.push([child, cst]);
@@ -68,7 +68,7 @@ export function prepareToLand(source: string, fresh = false): Landing {
 function renewFolder(p: string, st: Stats): void {
   const tmp = `${p}.pi-auto-mode-renew`;
   mkdirSync(tmp, { mode: 0o700 });
-  for (const n of readdirSync(p)) renameSync(join(p, n), join(tmp, n));
+  for (const n of listDir(p)) renameSync(join(p, n), join(tmp, n));
   rmdirSync(p);
   renameSync(tmp, p);
   chmodSync(p, st.mode & 0o7777);
@@ -100,7 +100,7 @@ export function specialEntriesIn(dir: string, rel: string, maxDirs = 100_000): {
     const [d, r] = stack.pop()!;
     let list: Dirent[];
     try {
-      list = readdirSync(d, { withFileTypes: true });
+      list = listDir(d, { withFileTypes: true });
     } catch {
       continue;
     }
