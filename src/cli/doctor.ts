@@ -12,6 +12,7 @@ import { TempSession } from "../state/temp-root.ts";
 import { installLine, installTrust, WRITABLE_COPY_ENV } from "../policy/install-trust.ts";
 import { EXIT, type Io } from "./io.ts";
 import { sandboxDoctor, type SandboxDoctor } from "./sandbox.ts";
+import { resolveHostTool } from "../sandbox/linux/host-tools.ts";
 import type { NetworkOrigins } from "../policy/network/entries.ts";
 import type { NetworkSpec } from "../policy/network/types.ts";
 
@@ -349,18 +350,19 @@ export async function reviewerReport(agentDir: string, classifier?: ClassifierSe
 }
 
 /** The machine facts a fix depends on, read now. */
-export function machineFacts(env: NodeJS.ProcessEnv): MachineFacts {
+export function machineFacts(): MachineFacts {
   let restrict: string | undefined;
   try {
     restrict = readFileSync("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "utf8").trim();
   } catch {
     restrict = undefined;
   }
-  const onPath = (env.PATH ?? "").split(":").map((d) => join(d || ".", "bwrap"));
+  // The bwrap the sandbox runs (host-tools.ts: the system folders, never the PATH).
+  const bwrap = resolveHostTool("bwrap");
   return {
     apparmorRestrictUserns: restrict,
     root: typeof process.geteuid === "function" && process.geteuid() === 0,
-    bwrap: onPath.find((p) => existsSync(p)) ?? "/usr/bin/bwrap",
+    bwrap: bwrap.ok ? bwrap.path : "/usr/bin/bwrap",
   };
 }
 
@@ -535,7 +537,7 @@ export async function doctorReport(io: Io): Promise<DoctorReport> {
     network: loaded.ok ? { spec: loaded.config.network, origins: loaded.config.networkOrigins, ...(await networkDataFault()) } : null,
     backend: { name: sandbox.name, why: sandbox.why },
     sandbox: { probe: sandbox.probe, missing: sandbox.missing, facts: sandbox.facts },
-    machine: machineFacts(io.env),
+    machine: machineFacts(),
     reviewer,
     install,
   };

@@ -138,7 +138,8 @@ async function runOne(
   }
   if (status.backend === "sandboxed-unstaged")
     io.err(`pi-auto-mode sandbox: the workspace cannot be staged here (${status.reason}); the command writes it in place\n`);
-  const shell = existsSync("/bin/bash") ? "/bin/bash" : (linux.findOnPath("bash", io.env) ?? "bash");
+  // The shell inside the sandbox (bwrap looks a bare name up there, not on the host).
+  const shell = ["/bin/bash", "/usr/bin/bash"].find((b) => existsSync(b)) ?? "bash";
   const abort = new AbortController();
   const onSignal = () => abort.abort();
   process.once("SIGINT", onSignal);

@@ -18,6 +18,7 @@ import type { NetworkStatus, ProbeResult, SandboxDriver, StagingStatus } from ".
 import type { NetworkSpec } from "../policy/network/types.ts";
 import type { Places } from "../policy/places.ts";
 import type { SpawnOutcome } from "./spawn.ts";
+import { HOST_PATH } from "./linux/host-tools.ts";
 
 const PROBE_TIMEOUT_S = 20;
 
@@ -127,7 +128,8 @@ async function runScript(
     command: script,
     cwd: places.workspace,
     scope: { places, protectedGlobs: [] },
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, LANG: "C" },
+    // The system's tools only: what the probe's script runs must not depend on the agent's PATH.
+    env: { PATH: HOST_PATH, HOME: home, LANG: "C" },
     shell: existsSync("/bin/bash") ? "/bin/bash" : "bash",
     workspace,
     ...(network ? { network } : {}),

@@ -20,6 +20,11 @@ export interface SpawnSpec {
   readonly cwd: string;
   /** A file whose content is handed to the child as fd 3 (the seccomp program), if any. */
   readonly fd3File?: string;
+  /**
+   * A file handed to the child as fd 6: an unstaged run's environment as bwrap options (read with
+   * `--args 6`), so bwrap itself runs on the host with a clean one and no value shows in its argv.
+   */
+  readonly fd6File?: string;
   /** The fd number the started byte arrives on (4). */
   readonly startedFd: number;
   /** A staged run: the holder's protocol (see linux/holder.ts). */
@@ -128,27 +133,35 @@ export interface Launched {
 
 export function launchSandbox(spec: SpawnSpec): Launched {
   let fd3: number | undefined;
+  let fd6: number | undefined;
   try {
     if (spec.fd3File !== undefined) fd3 = openSync(spec.fd3File, "r");
+    if (spec.fd6File !== undefined) fd6 = openSync(spec.fd6File, "r");
   } catch (e) {
-    const detail = `cannot open ${spec.fd3File}: ${(e as Error).message}`;
+    if (fd3 !== undefined) closeSync(fd3);
+    const detail = `cannot open ${fd3 === undefined ? spec.fd3File : spec.fd6File}: ${(e as Error).message}`;
     return { run: async () => ({ kind: "not-started", detail }), cancel() {}, gone: () => true };
   }
+  const closeFiles = () => {
+    if (fd3 !== undefined) closeSync(fd3);
+    if (fd6 !== undefined) closeSync(fd6);
+  };
   // The network's proxy listens before the holder starts the forwarder that connects to it.
   let net: RunNetwork | undefined;
   if (spec.network && spec.staged) {
     try {
       net = startRunNetwork(spec.network);
     } catch (e) {
-      if (fd3 !== undefined) closeSync(fd3);
+      closeFiles();
       const detail = `cannot start the sandbox's network proxy: ${(e as Error).message}`;
       return { run: async () => ({ kind: "not-started", detail }), cancel() {}, gone: () => true };
     }
   }
   const pipes = new Set([spec.startedFd, spec.staged?.fd, net ? spec.network?.readyFd : undefined].filter((f): f is number => f !== undefined));
   const stdio: StdioOptions = ["ignore", "pipe", "pipe"];
-  const lastFd = Math.max(...pipes);
-  for (let fd = 3; fd <= lastFd; fd++) stdio.push(pipes.has(fd) ? "pipe" : fd === 3 && fd3 !== undefined ? fd3 : "ignore");
+  const files = new Map<number, number>([...(fd3 !== undefined ? ([[3, fd3]] as const) : []), ...(fd6 !== undefined ? ([[6, fd6]] as const) : [])]);
+  const lastFd = Math.max(...pipes, ...files.keys());
+  for (let fd = 3; fd <= lastFd; fd++) stdio.push(pipes.has(fd) ? "pipe" : (files.get(fd) ?? "ignore"));
   let child: ReturnType<typeof spawn>;
   try {
     const [file, args] = commandOf(spec);
@@ -157,7 +170,7 @@ export function launchSandbox(spec: SpawnSpec): Launched {
     void net?.close();
     throw e;
   } finally {
-    if (fd3 !== undefined) closeSync(fd3);
+    closeFiles();
   }
   // The host's end of the forwarder's fd: the forwarder exits when it closes (forwarder-main.ts). It
   // closes as soon as the holder has exited, however it ended: a SIGKILL of the holder's group can

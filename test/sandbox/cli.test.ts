@@ -145,5 +145,10 @@ describe("pi-auto-mode doctor: the sandbox", () => {
     );
     assert.match(human.stdout, /^\s+staging: overlay/m);
     assert.match(human.stdout, /^probe\s+ok in \d+ ms/m);
+    // Every program the host side runs, by its absolute path from the system folders (P18).
+    assert.match(
+      human.stdout,
+      /^\s+host tools \(PATH \/usr\/sbin:\/usr\/bin:\/sbin:\/bin\): bwrap \/\S+; unshare \/\S+; mount \/\S+; nsenter \/\S+; bash \/\S+; node \/\S+$/m,
+    );
   });
 });

@@ -12,11 +12,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
-import { findOnPath } from "../../src/sandbox/linux/driver.ts";
+import { resolveHostTool } from "../../src/sandbox/linux/host-tools.ts";
 import { ENDED_FD, FORWARDER_READY_FD, holderCommand } from "../../src/sandbox/linux/holder.ts";
 
 const IS_ROOT = process.getuid?.() === 0;
-const tools = { bwrap: findOnPath("bwrap"), unshare: findOnPath("unshare"), nsenter: findOnPath("nsenter") };
+const hostPath = (name: "bwrap" | "unshare" | "nsenter" | "mount") => {
+  const t = resolveHostTool(name);
+  return t.ok ? t.path : undefined;
+};
+const tools = { bwrap: hostPath("bwrap"), unshare: hostPath("unshare"), nsenter: hostPath("nsenter"), mount: hostPath("mount") };
 const missing = Object.entries(tools)
   .filter(([, p]) => !p)
   .map(([n]) => n);
@@ -44,6 +48,7 @@ async function holder(pid: string | "self"): Promise<{ code: number | null; ran:
   writeFileSync(commandFile, `/bin/bash\0touch ${marker}; cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '\0`);
   const h = holderCommand({
     unshare: tools.unshare!,
+    mount: tools.mount!,
     shell: "/bin/bash",
     mode: IS_ROOT ? "root" : "userns",
     roots: [],

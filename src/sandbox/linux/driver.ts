@@ -1,10 +1,10 @@
 // The Linux driver: bubblewrap, called directly, with the hardened command line of bwrap.ts, the
 // seccomp program of seccomp.ts, placeholders for missing protected paths, and resource limits.
 
-import { accessSync, constants, existsSync, lstatSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { delimiter, join } from "node:path";
+import { existsSync, lstatSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { release, version as kernelVersion } from "node:os";
 import { PROBE_REVISION } from "../probe.ts";
 import data from "../data/sandbox.json" with { type: "json" };
@@ -20,6 +20,7 @@ import { isWithin, type Places } from "../../policy/places.ts";
 import { bwrapArgs } from "./bwrap.ts";
 import { ENDED_FD, FORWARDER_READY_FD, holderCommand, type HolderMode, type HolderNetwork } from "./holder.ts";
 import { helperEntry } from "./spawner.ts";
+import { hostEnv, hostToolsLine, resolveHostTool, toolUnderRoot, type HostTool, type HostToolName } from "./host-tools.ts";
 import { proxyEnv, wantsNetwork } from "../network/proxy-env.ts";
 import type { NetworkSpec } from "../../policy/network/types.ts";
 import { createPidsCgroup, processLimitKind, removePidsCgroup, sandboxLimits, type Limits, type PidsCgroup } from "./limits.ts";
@@ -28,7 +29,7 @@ import { seccompArch, seccompProgram, type SeccompArch } from "./seccomp.ts";
 import { startSpawner, type Spawner } from "./spawner.ts";
 
 export interface LinuxDriverOptions {
-  /** Where to look for bwrap; default: PATH, then /usr/bin. */
+  /** The bwrap to run; default: the system folders' (host-tools.ts). Held to the same checks either way. */
   readonly bwrapPath?: string;
   readonly runDir?: string;
   readonly limits?: Limits;
@@ -39,7 +40,6 @@ export interface LinuxDriverOptions {
   readonly lingerMs?: number;
   /** Start sandboxes from the helper process (default true; see spawner.ts). */
   readonly spawner?: boolean;
-  readonly env?: NodeJS.ProcessEnv;
   /** Stage folders to try, first that fits; default: auto mode's folder in the agent dir, then the run dir. */
   readonly stageRoots?: (places: Places) => readonly string[];
   /** Turn staging off (as if the machine could not stage): for tests of the unstaged fallback. */
@@ -67,21 +67,9 @@ export function stagedRootsOf(places: Places): Array<{ kind: StagedRootKind; roo
 const SECCOMP_FD = 3;
 const FORWARDER_PORT = networkData.forwarder.port;
 const STARTED_FD = 4;
-const STAGING_TOOLS = ["unshare", "mount"] as const;
-
-export function findOnPath(name: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
-  const dirs = (env.PATH ?? "").split(delimiter).filter((d) => d.startsWith("/"));
-  for (const dir of [...dirs, "/usr/bin", "/bin", "/usr/local/bin"]) {
-    const p = join(dir, name);
-    try {
-      accessSync(p, constants.X_OK);
-      if (statSync(p).isFile()) return p;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
+/** An unstaged run's environment, as bwrap options (spawn.ts fd6File). */
+const ENV_FD = 6;
+const STAGING_TOOLS = ["unshare", "mount", "bash"] as const;
 
 export function compareVersions(a: string, b: string): number {
   const pa = a.split(".").map(Number);
@@ -109,7 +97,7 @@ function bwrapVersion(bwrap: string, runDir: string): { version: string } | { pr
   } catch {
     // not remembered yet
   }
-  const v = spawnSync(bwrap, ["--version"], { encoding: "utf8", timeout: 5000 });
+  const v = spawnSync(bwrap, ["--version"], { encoding: "utf8", timeout: 5000, env: hostEnv() });
   const version = /(\d+\.\d+(?:\.\d+)?)/.exec(v.stdout ?? "")?.[1];
   if (!version) return { problem: `${bwrap} --version did not answer (${(v.error?.message ?? v.stderr ?? "").trim() || `exit ${v.status}`})` };
   try {
@@ -144,7 +132,20 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
   let spawner: Promise<Spawner> | undefined;
   let checked: StaticCheck | undefined;
 
-  let staging: { status: StagingStatus; unshare?: string; shell?: string; mode?: HolderMode; nsenter?: string } | undefined;
+  // Every program the host side runs, resolved once from the system folders (host-tools.ts), never
+  // from the agent's PATH: a folder of the workspace on it would let a command choose them.
+  let tools: Readonly<Record<HostToolName, HostTool>> | undefined;
+  const hostTools = () =>
+    (tools ??= {
+      bwrap: resolveHostTool("bwrap", opts.bwrapPath),
+      unshare: resolveHostTool("unshare"),
+      mount: resolveHostTool("mount"),
+      nsenter: resolveHostTool("nsenter"),
+      bash: resolveHostTool("bash"),
+      // The spawner and the network forwarder are node processes: the one running this, held to the same checks.
+      node: resolveHostTool("node", process.execPath),
+    });
+  let staging: { status: StagingStatus; unshare?: string; mount?: string; shell?: string; mode?: HolderMode; nsenter?: string } | undefined;
   const stagingCheck = (): StagingStatus => {
     staging ??= findStaging();
     return staging.status;
@@ -157,27 +158,28 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
     } catch {
       return no("/proc/filesystems is not readable, so overlay support is unknown");
     }
-    const tools: Record<string, string> = {};
-    for (const t of STAGING_TOOLS) {
-      const p = findOnPath(t, opts.env);
-      if (!p) return no(`${t} (util-linux) is not installed`);
-      tools[t] = p;
-    }
+    const t = hostTools();
     // bash: the holder reads the command with its own `read -d ''`, no process spent.
-    const shell = ["/bin/bash", "/usr/bin/bash"].find((b) => existsSync(b));
-    if (!shell) return no("bash is missing (/bin/bash)");
+    for (const name of STAGING_TOOLS) {
+      const tool = t[name];
+      if (!tool.ok) return no(!tool.missing ? tool.reason : name === "bash" ? "bash is missing (/usr/bin/bash)" : `${name} (util-linux) is not installed`);
+    }
+    if (!t.unshare.ok || !t.mount.ok || !t.bash.ok) return no("the staging tools are missing");
     const euid = typeof process.geteuid === "function" ? process.geteuid() : -1;
     const mode: HolderMode = euid === 0 ? "root" : "userns";
     const how = mode === "root" ? "overlay in a private mount namespace (unshare -m)" : "overlay in a user and mount namespace (unshare -Urm, userxattr)";
     // The network's forwarder namespace is joined with nsenter (util-linux, like unshare).
-    const nsenter = findOnPath("nsenter", opts.env);
-    return { status: { available: true, how }, unshare: tools.unshare!, shell, mode, ...(nsenter ? { nsenter } : {}) };
+    const nsenter = t.nsenter.ok ? t.nsenter.path : undefined;
+    return { status: { available: true, how }, unshare: t.unshare.path, mount: t.mount.path, shell: t.bash.path, mode, ...(nsenter ? { nsenter } : {}) };
   };
   /** Why a staged run cannot have network here, or undefined when it can. */
   const networkProblem = (): string | undefined => {
     const st = stagingCheck();
     if (!st.available) return `the workspace cannot be staged (${st.reason}), and only a staged run has network`;
-    if (!staging?.nsenter) return "nsenter (util-linux) is not installed";
+    if (!staging?.nsenter) {
+      const n = hostTools().nsenter;
+      return !n.ok && !n.missing ? n.reason : "nsenter (util-linux) is not installed";
+    }
     return undefined;
   };
   /** The holder's network for a run, or undefined for none (no allow entry, or no way to give one). */
@@ -186,7 +188,18 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
     const socket = join(runDir, "net", `${runId.slice(-8)}.sock`);
     // A unix socket path longer than sun_path cannot be bound: no network rather than a failed start.
     if (Buffer.byteLength(socket) > 104) return undefined;
-    return { nsenter: staging!.nsenter!, node: process.execPath, forwarder: helperEntry("forwarder-main").pathname, socket, port: FORWARDER_PORT };
+    const node = hostTools().node;
+    if (!node.ok) return undefined;
+    return { nsenter: staging!.nsenter!, node: node.path, forwarder: helperEntry("forwarder-main").pathname, socket, port: FORWARDER_PORT };
+  };
+  /** The command's environment as bwrap options, in a private file of the run folder (removed at release). */
+  const directEnvFile = (env: NodeJS.ProcessEnv): string => {
+    const options = ["--clearenv", ...Object.entries(env).flatMap(([k, v]) => (v === undefined ? [] : ["--setenv", k, v]))];
+    if (options.some((o) => o.includes("\0"))) throw new RequestError("an environment variable holds a NUL byte");
+    ensureRunDir(runDir);
+    const file = join(runDir, `env-${randomBytes(8).toString("hex")}`);
+    writeFileSync(file, options.map((o) => `${o}\0`).join(""), { mode: 0o600, flag: "wx" });
+    return file;
   };
   const stageCandidates = opts.stageRoots ?? ((places: Places) => [join(places.agentDir, "auto-mode", "staging"), join(runDir, "staging")]);
 
@@ -208,6 +221,7 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
     const commandFile = join(run.dir, "command");
     const h = holderCommand({
       unshare: staging!.unshare!,
+      mount: staging!.mount!,
       shell: staging!.shell!,
       mode: staging!.mode!,
       roots: run.roots,
@@ -221,7 +235,8 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
     return {
       file: h.file,
       args: h.args,
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LANG: "C" },
+      // The holder is on the host: a fixed PATH and nothing of the agent's environment (the command's is set by bwrap).
+      env: hostEnv(),
       cwd: "/",
       fd3File: seccompFile!,
       startedFd: STARTED_FD,
@@ -279,16 +294,20 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
     }
     arch = seccompArch(opts.arch);
     if (!arch) return { ok: false, reason: `no seccomp program for the ${opts.arch ?? process.arch} architecture (only x64 and arm64)`, missing: [] };
-    bwrap = opts.bwrapPath ?? findOnPath("bwrap", opts.env);
-    if (!bwrap || !existsSync(bwrap)) {
+    const found = hostTools().bwrap;
+    if (!found.ok && found.missing) {
       const hint = installHint();
       return { ok: false, reason: `bubblewrap (bwrap) not installed: ${hint}`, missing: [hint] };
     }
+    if (!found.ok) return { ok: false, reason: `bubblewrap cannot be trusted: ${found.reason}`, missing: [] };
+    const node = hostTools().node;
+    if (!node.ok) return { ok: false, reason: `node, which runs the sandbox's helper processes, cannot be trusted: ${node.reason}`, missing: [] };
+    bwrap = found.path;
     if ((statSync(bwrap).mode & 0o4000) !== 0)
       return { ok: false, reason: `${bwrap} is setuid root; only an unprivileged bubblewrap is supported`, missing: [] };
-    const found = bwrapVersion(bwrap, runDir);
-    if ("problem" in found) return { ok: false, reason: found.problem, missing: [] };
-    const version = found.version;
+    const asked = bwrapVersion(bwrap, runDir);
+    if ("problem" in asked) return { ok: false, reason: asked.problem, missing: [] };
+    const version = asked.version;
     if (compareVersions(version, data.bwrap.minVersion) < 0)
       return {
         ok: false,
@@ -371,7 +390,7 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
         probe: PROBE_REVISION,
         bwrap: stamp(bwrap),
         notes: c.notes.filter((n) => !n.includes("cgroup")),
-        tools: [staging?.unshare, findOnPath("mount", opts.env), staging?.shell].map(stamp),
+        tools: [staging?.unshare, staging?.mount, staging?.shell, staging?.nsenter, hostTools().node.ok ? process.execPath : undefined].map(stamp),
         staging: staging?.status,
         kernel: [release(), kernelVersion()],
         userns: [
@@ -389,6 +408,12 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
       const c = check();
       if (!c.ok || !bwrap || !seccompFile || !limits) throw new Error(c.ok ? "the driver is not initialized" : c.reason);
       const places = req.scope.places;
+      // A host tool the command could replace (the workspace is /usr, a tool links into the temporary root): nothing runs.
+      const writableRoots = [places.workspace, places.tmpRoot, ...places.gitDirs];
+      for (const tool of Object.values(hostTools())) {
+        const why = tool.ok ? toolUnderRoot(tool, writableRoots) : undefined;
+        if (why) throw new RequestError(why);
+      }
       let run: StageRun | undefined;
       let stageRoot: string | undefined;
       let launch: SpawnSpec | undefined;
@@ -455,9 +480,27 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
         maxBytes: bounds.maxWriteBytes,
         intervalMs: bounds.intervalMs,
       };
+      // Unstaged, bwrap is the host child: it runs with the host's fixed environment, and the
+      // command's reaches it as options on fd 6 (--args), out of the host's argv.
+      let envFile: string | undefined;
+      try {
+        envFile = launch ? undefined : directEnvFile(sandboxEnv(req.env, layout.tmpRoot));
+      } catch (e) {
+        pool.release(hold);
+        throw e;
+      }
       const spec: SpawnSpec = launch
         ? { ...launch, staged: { ...launch.staged!, argv: args }, disk }
-        : { file: bwrap, args, env: sandboxEnv(req.env, layout.tmpRoot), cwd: req.cwd, fd3File: seccompFile, startedFd: STARTED_FD, disk };
+        : {
+            file: bwrap,
+            args: ["--args", String(ENV_FD), ...args],
+            env: hostEnv(),
+            cwd: req.cwd,
+            fd3File: seccompFile,
+            ...(envFile ? { fd6File: envFile } : {}),
+            startedFd: STARTED_FD,
+            disk,
+          };
       return {
         layout,
         ...(run ? { stage: run } : {}),
@@ -465,6 +508,7 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
         release: () => {
           // A code-running git file the command created where no placeholder could stand: it goes.
           for (const f of layout.forbidden) if (lstatSync(f, { throwIfNoEntry: false })) rmSync(f, { recursive: true, force: true });
+          if (envFile) rmSync(envFile, { force: true });
           pool.release(hold);
         },
       };
@@ -542,7 +586,8 @@ export function createLinuxDriver(opts: LinuxDriverOptions = {}): SandboxDriver 
       const stage = st ? [st.available ? `staging: ${st.how}` : `staging unavailable: ${st.reason}`] : [];
       const limit = c.ok ? limitNote() : undefined;
       // Whether runs get network is the probe's verdict, which the controller states.
-      return [...(c.ok ? c.notes : [c.reason]), ...(limit ? [limit] : []), ...stage];
+      const used = tools ? [hostToolsLine(Object.values(tools))] : [];
+      return [...(c.ok ? c.notes : [c.reason]), ...used, ...(limit ? [limit] : []), ...stage];
     },
   };
 }

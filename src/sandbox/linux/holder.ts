@@ -30,8 +30,10 @@ export interface HolderNetwork {
   readonly port: number;
 }
 
-// Fixed text: every path arrives as a positional parameter, never inside the script.
-// $1 mount options prefix, $2 the number of roots, then 5 words a root, then bwrap, its options
+// Fixed text: every path arrives as a positional parameter, never inside the script, and every
+// program it runs is one of them (an absolute path from host-tools.ts): its PATH is never searched,
+// so nothing a sandboxed command left in a folder on some PATH runs here, on the host.
+// $1 mount, $2 mount options prefix, $3 the number of roots, then 5 words a root, then bwrap, its options
 // file and the command file, and, with network, nsenter, node, the forwarder's entry, the proxy's
 // socket and the port. It mounts, starts the forwarder (network.ts) in a network namespace of its
 // own, waits for the word to start (both files are written by then; with network the word carries
@@ -45,10 +47,10 @@ export interface HolderNetwork {
 // never be the one joined (a pid that is not the forwarder's): a namespace that is the holder's
 // own, or no namespace at all, stops the run before anything starts.
 const SCRIPT = [
-  "o=$1; n=$2; shift 2",
+  "m=$1; o=$2; n=$3; shift 3",
   'while [ "$n" -gt 0 ]; do',
-  '  if [ "$1" != "$2" ]; then mount --bind "$1" "$2" || exit 125; fi',
-  '  mount -t overlay overlay -o "${o}lowerdir=$2,upperdir=$3,workdir=$4" "$5" || exit 125',
+  '  if [ "$1" != "$2" ]; then "$m" --bind "$1" "$2" || exit 125; fi',
+  '  "$m" -t overlay overlay -o "${o}lowerdir=$2,upperdir=$3,workdir=$4" "$5" || exit 125',
   "  shift 5; n=$((n-1))",
   "done",
   "f=",
@@ -87,6 +89,8 @@ export interface HolderCommand {
 
 export function holderCommand(opts: {
   readonly unshare: string;
+  /** util-linux's mount, by its absolute path. */
+  readonly mount: string;
   readonly shell: string;
   readonly mode: HolderMode;
   readonly roots: readonly StagedRoot[];
@@ -109,6 +113,7 @@ export function holderCommand(opts: {
       "-c",
       SCRIPT,
       "pi-auto-mode-holder",
+      opts.mount,
       options,
       String(opts.roots.length),
       ...roots,

@@ -15,6 +15,7 @@ import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import data from "../data/sandbox.json" with { type: "json" };
 import { processStart } from "./placeholders.ts";
+import { hostEnv } from "./host-tools.ts";
 
 export interface Limits {
   readonly processes: number;
@@ -119,7 +120,7 @@ export function createPidsCgroup(max: number): PidsCgroup | undefined {
     writeFileSync(join(dir, "pids.max"), String(max));
     // Cgroup v2 only takes members where the parent delegates the controller, which our own
     // cgroup cannot while we are in it: try a move once now rather than fail every command.
-    const moved = spawnSync("/bin/sh", ["-c", 'echo $$ > "$0/cgroup.procs"', dir], { stdio: "ignore" });
+    const moved = spawnSync("/bin/sh", ["-c", 'echo $$ > "$0/cgroup.procs"', dir], { stdio: "ignore", env: hostEnv() });
     if (moved.status !== 0) throw new Error("cannot move a process into the cgroup");
     return { dir, max };
   } catch {

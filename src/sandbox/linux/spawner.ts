@@ -12,6 +12,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { SpawnIo, SpawnOutcome, SpawnSpec } from "../spawn.ts";
 import type { Destination } from "../../policy/network/types.ts";
+import { hostEnv } from "./host-tools.ts";
 
 type Reply =
   | { readonly type: "ready" }
@@ -57,7 +58,8 @@ export async function startSpawner(cgroupDir: string | undefined): Promise<Spawn
     serialization: "advanced",
     stdio: ["ignore", "ignore", "inherit", "ipc"],
     execArgv: [],
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+    // A host process: a fixed PATH and nothing of the agent's environment (host-tools.ts).
+    env: hostEnv(),
     // Its own process group: a Ctrl-C meant for the agent must not kill the sandboxes' parent.
     detached: true,
   });
