@@ -166,6 +166,25 @@ describe("a host tool anyone else could change is refused, with the reason", () 
     assert.ok("reason" in why && /writable by .*others/.test(why.reason), JSON.stringify(why));
   });
 
+  test("under a root-owned sticky folder open to all (as /tmp): a tool of ours is trusted, one others may rename is not", (t) => {
+    if (!IS_ROOT) return t.skip("a root-owned sticky folder is made by root");
+    const sticky = folder("sticky-open", 0o1777);
+    const ours = join(sticky, "checkout");
+    mkdirSync(ours, { mode: 0o755 });
+    const tool = fakeTool(ours, "nsenter", join(scratch, "never"));
+    const fine = trustedExecutable(tool);
+    assert.ok("chain" in fine, JSON.stringify(fine));
+    // Without the sticky bit anyone may rename the checkout away and put another in its place.
+    chmodSync(sticky, 0o777);
+    const open = trustedExecutable(tool);
+    assert.ok("reason" in open && open.reason === `${sticky} is writable by its group and others (mode 0777)`, JSON.stringify(open));
+    // Sticky, but another user's folder: its owner may change it.
+    chmodSync(sticky, 0o1777);
+    chownSync(sticky, 65534, 65534);
+    const theirs = trustedExecutable(tool);
+    assert.ok("reason" in theirs && /owned by uid 65534/.test(theirs.reason), JSON.stringify(theirs));
+  });
+
   test("in a trusted folder: a file or folder its group can write, or another user's file", (t) => {
     // The temp folder is writable by all, so this needs a folder whose every ancestor is ours or root's (root's home).
     const base = mkdtempSync(join(homedir(), ".pi-auto-mode-host-tools-"));

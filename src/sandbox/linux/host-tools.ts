@@ -53,6 +53,13 @@ function modeProblem(path: string, st: Stats): string | undefined {
   return undefined;
 }
 
+/**
+ * A root-owned sticky folder open to all (/tmp): others may add names to it, but none may rename or
+ * remove an entry they do not own, and the next step on the path is checked for its own owner. A
+ * checkout under /tmp (root's or this user's) is as safe as one under a home.
+ */
+const stickyShared = (st: Stats): boolean => st.uid === 0 && (st.mode & 0o1000) !== 0;
+
 /** Why a folder (and every folder above it, through symlinks) could be changed by someone else, or undefined. */
 function folderProblem(dir: string, seen: Set<string>, depth: number): string | undefined {
   if (depth > MAX_LINKS) return `too many symlinks above ${dir}`;
@@ -73,7 +80,7 @@ function folderProblem(dir: string, seen: Set<string>, depth: number): string | 
       continue;
     }
     if (!st.isDirectory()) return `${next} is not a folder`;
-    const why = modeProblem(next, st);
+    const why = stickyShared(st) ? undefined : modeProblem(next, st);
     if (why) return why;
     cur = next;
   }
