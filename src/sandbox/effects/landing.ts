@@ -14,14 +14,14 @@ import {
   lchownSync,
   lstatSync,
   mkdirSync,
-  realpathSync,
   renameSync,
   rmdirSync,
   rmSync,
   type Stats,
   utimesSync,
 } from "node:fs";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
+import { hostEnv, trustedExecutable } from "../linux/host-tools.ts";
 import { listDir } from "./stage-read.ts";
 
 export type Landing =
@@ -136,19 +136,10 @@ for top in sys.stdin.buffer.read().split(b"\\0"):
 
 /** The tool that can remove extended attributes (its real path), or undefined. */
 export function attributeTool(candidates: readonly string[] = PYTHONS): string | undefined {
-  const rootOnly = (p: string, dir: boolean) => {
-    const st = lstatSync(p, { throwIfNoEntry: false });
-    return st !== undefined && (dir ? st.isDirectory() : st.isFile()) && st.uid === 0 && (st.mode & 0o022) === 0;
-  };
+  // The same rule as every other program the host runs around a command (host-tools.ts).
   for (const p of candidates) {
-    if (!rootOnly(dirname(p), true)) continue;
-    let real: string;
-    try {
-      real = realpathSync(p);
-    } catch {
-      continue;
-    }
-    if (rootOnly(real, false) && rootOnly(dirname(real), true)) return real;
+    const t = trustedExecutable(p);
+    if ("chain" in t) return t.chain.at(-1);
   }
   return undefined;
 }
@@ -158,7 +149,7 @@ export function dropAttributes(tool: string, paths: readonly string[]): void {
   if (paths.length === 0) return;
   // The paths on its standard input, NUL-separated: any number of them, any bytes but NUL.
   const r = spawnSync(tool, ["-I", "-S", "-c", DROP_SCRIPT], {
-    env: { PATH: "/usr/bin:/bin", LC_ALL: "C" },
+    env: { ...hostEnv(), LC_ALL: "C" },
     encoding: "utf8",
     input: `${paths.join("\0")}\0`,
     stdio: ["pipe", "ignore", "pipe"],
