@@ -707,7 +707,6 @@ describe("protected paths and where a write lands", () => {
     ".git/config",
     ".git/hooks/pre-commit",
     // (.pi/settings.json loads auto mode: it is self-protected, test/policy/self-disable.test.ts)
-    ".pi/extensions/x.ts",
     ".pi/auto-mode.json",
     ".agents/notes.md",
     ".codex/config.toml",
@@ -794,12 +793,22 @@ describe("protected paths and where a write lands", () => {
   test("persistence locations in the home directory and the agent dir", () => {
     assert.equal(kind("~/.bashrc").kind, "persistence");
     assert.equal(kind("~/.config/systemd/user/x.service").kind, "persistence");
-    assert.equal(kind(`${agentDir}/extensions/evil.ts`).kind, "persistence");
   });
 
   test("auto mode's own files are self-protected", () => {
     assert.equal(kind(`${agentDir}/auto-mode.json`).kind, "self");
     assert.equal(kind(`${agentDir}/auto-mode/state.json`).kind, "self");
+  });
+
+  test("Pi's own files in the agent dir and the project's extensions are self-protected (denied, not reviewed)", () => {
+    for (const p of [
+      `${agentDir}/extensions/evil.ts`,
+      `${agentDir}/models.json`,
+      `${agentDir}/auth.json`,
+      `${agentDir}/sessions/x.jsonl`,
+      ".pi/extensions/x.ts",
+    ])
+      assert.equal(kind(p).kind, "self", p);
   });
 
   test("devices: raw disks are hard-denied, /dev/null is harmless", () => {
