@@ -49,6 +49,7 @@ import { createLinuxDriver } from "../../src/sandbox/linux/driver.ts";
 import { probeDriver } from "../../src/sandbox/probe.ts";
 import type { ProbeResult, SandboxDriver } from "../../src/sandbox/types.ts";
 import { canRunAsNobody, runAsNobody } from "../helpers/nobody-pass.ts";
+import { GIT_ENV, git } from "../helpers/git-fixture.ts";
 
 const IS_ROOT = process.getuid?.() === 0;
 const WHO = IS_ROOT ? "root" : `uid ${process.getuid?.()}`;
@@ -63,20 +64,6 @@ let driver: SandboxDriver;
 let controller: SandboxController;
 let scratch: string;
 let seq = 0;
-
-const GIT_ENV = {
-  GIT_CONFIG_NOSYSTEM: "1",
-  GIT_CONFIG_GLOBAL: "/dev/null",
-  GIT_AUTHOR_NAME: "a",
-  GIT_AUTHOR_EMAIL: "a@b",
-  GIT_COMMITTER_NAME: "a",
-  GIT_COMMITTER_EMAIL: "a@b",
-};
-
-function git(cwd: string, ...args: string[]): void {
-  const r = spawnSync("git", ["-c", "init.defaultBranch=main", ...args], { cwd, encoding: "utf8", env: { ...process.env, ...GIT_ENV } });
-  if (r.status !== 0) throw new Error(`git ${args.join(" ")}: ${r.stderr}`);
-}
 
 interface Fixture {
   readonly ws: string;

@@ -25,6 +25,7 @@ import { DEFAULT_UNDO_BOUNDS } from "../../src/sandbox/effects/undo.ts";
 import { buildPlaces } from "../../src/policy/places.ts";
 import { createController } from "../../src/sandbox/controller.ts";
 import { canRunAsNobody, runAsNobody } from "../helpers/nobody-pass.ts";
+import { GIT_ENV, git } from "../helpers/git-fixture.ts";
 
 const HERE = fileURLToPath(import.meta.url);
 const REPO = join(HERE, "..", "..", "..");
@@ -38,21 +39,6 @@ const CHILD_FLAG = "PI_AUTO_MODE_JUDGE_BOUNDS_CHILD";
 const HOST_LIMIT_MS = 90_000;
 /** A 200-byte folder name: 24 of them nest past PATH_MAX. */
 const DEEP_DIR = "d".repeat(200);
-
-const GIT_ENV = {
-  GIT_CONFIG_NOSYSTEM: "1",
-  GIT_CONFIG_GLOBAL: "/dev/null",
-  GIT_AUTHOR_NAME: "a",
-  GIT_AUTHOR_EMAIL: "a@b",
-  GIT_COMMITTER_NAME: "a",
-  GIT_COMMITTER_EMAIL: "a@b",
-};
-
-function git(cwd: string, ...args: string[]): string {
-  const r = spawnSync("git", ["-c", "init.defaultBranch=main", ...args], { cwd, encoding: "utf8", env: { ...process.env, ...GIT_ENV } });
-  if (r.status !== 0) throw new Error(`git ${args.join(" ")}: ${r.stderr}`);
-  return r.stdout.trim();
-}
 
 let scratch: string;
 let template: string;

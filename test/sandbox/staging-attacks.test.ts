@@ -29,6 +29,7 @@ import { createController, type SandboxController } from "../../src/sandbox/cont
 import { createLinuxDriver } from "../../src/sandbox/linux/driver.ts";
 import { probeDriver } from "../../src/sandbox/probe.ts";
 import type { ProbeResult, SandboxDriver } from "../../src/sandbox/types.ts";
+import { GIT_ENV, git } from "../helpers/git-fixture.ts";
 
 const IS_ROOT = process.getuid?.() === 0;
 const WHO = IS_ROOT ? "root" : `uid ${process.getuid?.()}`;
@@ -40,21 +41,6 @@ let controller: SandboxController;
 let scratch: string;
 let template: string;
 
-// No user or system git configuration on either side: what git does is what the repository says.
-const GIT_ENV = {
-  GIT_CONFIG_NOSYSTEM: "1",
-  GIT_CONFIG_GLOBAL: "/dev/null",
-  GIT_AUTHOR_NAME: "a",
-  GIT_AUTHOR_EMAIL: "a@b",
-  GIT_COMMITTER_NAME: "a",
-  GIT_COMMITTER_EMAIL: "a@b",
-};
-
-function git(cwd: string, ...args: string[]): string {
-  const r = spawnSync("git", ["-c", "init.defaultBranch=main", ...args], { cwd, encoding: "utf8", env: { ...process.env, ...GIT_ENV } });
-  if (r.status !== 0) throw new Error(`git ${args.join(" ")}: ${r.stderr}`);
-  return r.stdout.trim();
-}
 /** git on the host, whatever its exit status. */
 function gitTry(cwd: string, ...args: string[]) {
   return spawnSync("git", args, { cwd, encoding: "utf8", env: { ...process.env, ...GIT_ENV } });
