@@ -10,11 +10,9 @@ import assert from "node:assert/strict";
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { substitute } from "../../src/eval/corpus.ts";
-import { decideLikeTheExtension, evalSetup } from "../../src/eval/score.ts";
 import { buildEvalWorkspace, type EvalWorkspace } from "../../src/eval/workspace.ts";
 import { buildPlaces } from "../../src/policy/places.ts";
-import type { Backend } from "../../src/policy/types.ts";
+import { assertAllDenied, decider } from "../helpers/self-protection.ts";
 import { computeLayout } from "../../src/sandbox/layout.ts";
 
 let w: EvalWorkspace;
@@ -28,21 +26,8 @@ before(() => {
 });
 after(() => w.dispose());
 
-const BACKENDS = ["review-only", "sandboxed"] as const;
-
-function decideOf(tool: string, input: unknown, backend: Exclude<Backend, "unavailable">) {
-  return decideLikeTheExtension(tool, substitute(input, { ws: w.ws, home: w.home, tmp: w.tmp }), evalSetup(w), backend).decision;
-}
-
-function allDenied(calls: ReadonlyArray<readonly [string, unknown]>): void {
-  for (const backend of BACKENDS) {
-    const bad = calls
-      .map(([tool, input]) => ({ tool, input, d: decideOf(tool, input, backend) }))
-      .filter(({ d }) => d.route !== "deny" || d.reason !== "self-protection")
-      .map(({ tool, input, d }) => `${backend} ${tool} ${JSON.stringify(input)} -> ${d.route} (${d.reason}) ${d.message}`);
-    assert.deepEqual(bad, []);
-  }
-}
+const decideOf = decider(() => w);
+const allDenied = (calls: ReadonlyArray<readonly [string, unknown]>) => assertAllDenied(decideOf, calls);
 
 /** Each protected file, as the agent dir's path below it. */
 const AGENT_FILES = [
