@@ -1,4 +1,4 @@
-// The design's layering, checked on the source (DESIGN.md §2, §3): Pi is imported only at the
+// The design's layering, checked on the source (docs/architecture.md §2, §3): Pi is imported only at the
 // edges, and a core folder imports only folders that come before it on the path of one tool call,
 // so the CLI and the tests can drive the core without Pi, and no two core folders depend on each
 // other.

@@ -1,4 +1,4 @@
-// The promise manifest (test/promises.json) maps every promise of DESIGN.md to test files and
+// The promise manifest (test/promises.json) maps every promise of docs/architecture.md to test files and
 // test-name fragments. Deleting the evidence for a promise fails here.
 
 import assert from "node:assert/strict";
@@ -8,7 +8,7 @@ import { describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const designPath = join(root, "..", "shared", "DESIGN.md");
+const designPath = join(root, "docs", "architecture.md");
 
 interface Evidence {
   readonly file: string;
@@ -28,9 +28,9 @@ function testNames(file: string): string[] {
 }
 
 describe("promise manifest", () => {
-  test("covers exactly the promises DESIGN.md lists", { skip: existsSync(designPath) ? false : `DESIGN.md not found at ${designPath}` }, () => {
+  test("covers exactly the promises docs/architecture.md lists", () => {
     const ids = [...readFileSync(designPath, "utf8").matchAll(/^\| (P\d+) \|/gm)].map((m) => m[1]!);
-    assert.ok(ids.length >= 16, "DESIGN.md lists its promises");
+    assert.ok(ids.length >= 16, "docs/architecture.md lists its promises");
     assert.deepEqual(Object.keys(manifest).sort(), [...ids].sort());
   });
 

@@ -1,4 +1,4 @@
-// The path of one tool call, from its input to what may run (DESIGN.md §2), without Pi: the
+// The path of one tool call, from its input to what may run (docs/architecture.md §2), without Pi: the
 // request is judged (policy), a review route or an escalation goes through the one review path,
 // a call judged beside an unfinished one is held back, and what passes gets its execution
 // ticket. The `tool_call` edge (tools/tool-call-gate.ts) only translates Pi's event to a
